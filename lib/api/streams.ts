@@ -1,0 +1,325 @@
+import { ConfigError, type Key, type OutputTag } from '../core/index.ts';
+import type { LogicalEdge, PartitionerSpec } from '../graph/logical-graph.ts';
+import type { Operator } from '../operators/operator.ts';
+import type { Sink } from '../connectors/sink.ts';
+import { MapOperator } from '../operators/basic/map-operator.ts';
+import { FilterOperator } from '../operators/basic/filter-operator.ts';
+import { FlatMapOperator } from '../operators/basic/flat-map-operator.ts';
+import { SinkOperator } from '../operators/basic/sink-operator.ts';
+import { TimestampsAndWatermarksOperator } from '../operators/basic/timestamps-and-watermarks-operator.ts';
+import { ProcessOperator } from '../operators/process/process-operator.ts';
+import { CoProcessOperator } from '../operators/process/co-process-operator.ts';
+import { KeyedProcessOperator } from '../operators/process/keyed-process-operator.ts';
+import { KeyedCoProcessOperator } from '../operators/process/keyed-co-process-operator.ts';
+import { createWindowOperator, type WindowOperatorSpec } from '../operators/windows/window-operator.ts';
+import type { WindowAssigner } from '../operators/windows/assigners.ts';
+import { printSink, type PrintSinkOptions } from '../connectors/local/print-sink.ts';
+import type { AggregateFunction, ReduceFunction } from '../state/index.ts';
+import { reducingState, type ReducingState } from '../state/index.ts';
+import type { StreamEnvironment } from './environment.ts';
+import type {
+  CoProcessFunction,
+  FilterFunction,
+  FlatMapFunction,
+  KeyedCoProcessFunction,
+  KeyedProcessFunction,
+  KeySelector,
+  MapFunction,
+  ProcessFunction,
+  ProcessWindowFunction,
+  WindowResult,
+  WindowResultFunction,
+} from './functions.ts';
+import type { WatermarkStrategy } from './watermark-strategy.ts';
+
+type AnyOperator = Operator<unknown, unknown>;
+
+/** A typed stream of records: each call adds an operator to the job and returns the stream it produces. */
+export class DataStream<T> {
+  /** @internal */
+  constructor(
+    readonly env: StreamEnvironment,
+    readonly nodeId: number,
+    /** Side output of the node this stream reads, if any. */
+    readonly sideTag: string | undefined,
+    /** Partitioning requested for the next edge (rebalance(), broadcast(), ...). */
+    readonly partitioning: PartitionerSpec | undefined,
+  ) {}
+
+  /** @internal the edge from this stream into a new operator. */
+  edge(inputIndex = 0, partitioner: PartitionerSpec | undefined = this.partitioning): LogicalEdge {
+    return { from: this.nodeId, sideTag: this.sideTag, partitioner, inputIndex };
+  }
+
+  /** @internal */
+  protected addOperator<R>(name: string, create: () => AnyOperator, inputs: LogicalEdge[], keyed = false): DataStream<R> {
+    const node = this.env.graph.addOperator(name, create, inputs, { keyed });
+    return new DataStream<R>(this.env, node.id, undefined, undefined);
+  }
+
+  map<R>(fn: MapFunction<T, R>, name = 'Map'): DataStream<R> {
+    return this.addOperator(name, () => new MapOperator(name, fn) as AnyOperator, [this.edge()]);
+  }
+
+  filter(fn: FilterFunction<T>, name = 'Filter'): DataStream<T> {
+    return this.addOperator(name, () => new FilterOperator(name, fn) as AnyOperator, [this.edge()]);
+  }
+
+  flatMap<R>(fn: FlatMapFunction<T, R>, name = 'FlatMap'): DataStream<R> {
+    return this.addOperator(name, () => new FlatMapOperator(name, fn) as AnyOperator, [this.edge()]);
+  }
+
+  process<R>(fn: ProcessFunction<T, R>, name = 'Process'): DataStream<R> {
+    return this.addOperator(name, () => new ProcessOperator(name, fn) as AnyOperator, [this.edge()]);
+  }
+
+  /** Assigns event timestamps and generates watermarks per subtask (see also env.fromSource(source, strategy)). */
+  assignTimestampsAndWatermarks(strategy: WatermarkStrategy<T>, name = 'Timestamps/Watermarks'): DataStream<T> {
+    return this.addOperator(name, () => new TimestampsAndWatermarksOperator(name, strategy) as AnyOperator, [this.edge()]);
+  }
+
+  /** Partitions by key: records with the same key reach the same subtask, which holds that key's state. */
+  keyBy<K extends Key>(keySelector: KeySelector<T, K>): KeyedStream<T, K> {
+    return new KeyedStream<T, K>(this, keySelector);
+  }
+
+  /** Merges streams of the same type. */
+  union(...others: DataStream<T>[]): DataStream<T> {
+    for (const other of others) {
+      if (other.env !== this.env) throw new ConfigError('union: all streams must come from the same environment');
+    }
+    const inputs = [this, ...others].map((s) => s.edge(0));
+    return this.addOperator('Union', () => new MapOperator<T, T>('Union', (v) => v) as AnyOperator, inputs);
+  }
+
+  /** Pairs this stream with another for a two-input process function. */
+  connect<T2>(other: DataStream<T2>): ConnectedStreams<T, T2> {
+    if (other.env !== this.env) throw new ConfigError('connect: both streams must come from the same environment');
+    return new ConnectedStreams<T, T2>(this, other);
+  }
+
+  /** The records an operator sent to `tag` with ctx.output(tag, value) (or a window's late data). */
+  getSideOutput<S>(tag: OutputTag<S>): DataStream<S> {
+    return new DataStream<S>(this.env, this.nodeId, tag.id, undefined);
+  }
+
+  /** Distributes batches round-robin over the next operator's subtasks. */
+  rebalance(): DataStream<T> {
+    return new DataStream<T>(this.env, this.nodeId, this.sideTag, { kind: 'rebalance' });
+  }
+
+  /** Sends every record to every subtask of the next operator. */
+  broadcast(): DataStream<T> {
+    return new DataStream<T>(this.env, this.nodeId, this.sideTag, { kind: 'broadcast' });
+  }
+
+  /** Subtask i feeds subtask i of the next operator (requires equal parallelism). */
+  forward(): DataStream<T> {
+    return new DataStream<T>(this.env, this.nodeId, this.sideTag, { kind: 'forward' });
+  }
+
+  /** Sets the parallelism of the operator that produces this stream. */
+  setParallelism(parallelism: number): this {
+    if (!Number.isInteger(parallelism) || parallelism < 1) {
+      throw new ConfigError(`setParallelism: expected a positive integer, got ${parallelism}`);
+    }
+    if (parallelism > this.env.options.maxParallelism) {
+      throw new ConfigError(
+        `setParallelism(${parallelism}) exceeds maxParallelism ${this.env.options.maxParallelism}: raise maxParallelism or lower the parallelism`,
+      );
+    }
+    this.env.graph.node(this.nodeId).parallelism = parallelism;
+    return this;
+  }
+
+  /** Names the operator that produces this stream (shown in errors and metrics). */
+  name(name: string): this {
+    this.env.graph.node(this.nodeId).name = name;
+    return this;
+  }
+
+  sinkTo(sink: Sink<T>, name: string = sink.name): DataStreamSink {
+    const node = this.env.graph.addOperator(name, () => new SinkOperator(name, sink) as AnyOperator, [this.edge()], {
+      isSink: true,
+    });
+    return new DataStreamSink(this.env, node.id);
+  }
+
+  /** Prints each record to stdout (prefixed with the subtask when parallel). */
+  print(options?: PrintSinkOptions<T>): DataStreamSink {
+    return this.sinkTo(printSink<T>(options), 'Print');
+  }
+}
+
+/** The end of a pipeline. */
+export class DataStreamSink {
+  constructor(
+    private readonly env: StreamEnvironment,
+    readonly nodeId: number,
+  ) {}
+
+  setParallelism(parallelism: number): this {
+    if (!Number.isInteger(parallelism) || parallelism < 1) {
+      throw new ConfigError(`setParallelism: expected a positive integer, got ${parallelism}`);
+    }
+    this.env.graph.node(this.nodeId).parallelism = parallelism;
+    return this;
+  }
+
+  name(name: string): this {
+    this.env.graph.node(this.nodeId).name = name;
+    return this;
+  }
+}
+
+/** A stream partitioned by key: operators on it have keyed state and timers. */
+export class KeyedStream<T, K extends Key> {
+  constructor(
+    readonly input: DataStream<T>,
+    readonly keySelector: KeySelector<T, K>,
+  ) {}
+
+  /** @internal */
+  edge(inputIndex = 0): LogicalEdge {
+    return this.input.edge(inputIndex, { kind: 'hash', keySelector: this.keySelector as (v: unknown) => Key });
+  }
+
+  /** @internal */
+  addKeyed<R>(name: string, create: () => AnyOperator, inputs: LogicalEdge[]): DataStream<R> {
+    const node = this.input.env.graph.addOperator(name, create, inputs, { keyed: true });
+    return new DataStream<R>(this.input.env, node.id, undefined, undefined);
+  }
+
+  process<R>(fn: KeyedProcessFunction<K, T, R>, name = 'KeyedProcess'): DataStream<R> {
+    const keySelector = this.keySelector;
+    return this.addKeyed(name, () => new KeyedProcessOperator(name, keySelector, fn) as AnyOperator, [this.edge()]);
+  }
+
+  /** Rolling reduce: emits the running result per key for every record. */
+  reduce(fn: ReduceFunction<T>, name = 'Reduce'): DataStream<T> {
+    const descriptor = reducingState<T>('rolling-reduce', fn);
+    let state!: ReducingState<T>;
+    return this.process<T>(
+      {
+        open(ctx) {
+          state = ctx.getReducingState(descriptor);
+        },
+        processElement(value, _ctx, out) {
+          state.add(value);
+          out.collect(state.get() as T);
+        },
+      },
+      name,
+    );
+  }
+
+  window(assigner: WindowAssigner): WindowedStream<T, K> {
+    return new WindowedStream<T, K>(this, assigner);
+  }
+
+  /** Two keyed streams with the same key type: state and timers are shared per key. */
+  connect<T2>(other: KeyedStream<T2, K>): KeyedConnectedStreams<T, T2, K> {
+    return new KeyedConnectedStreams<T, T2, K>(this, other);
+  }
+}
+
+/** Windows per key; finish with reduce, aggregate or process. */
+export class WindowedStream<T, K extends Key> {
+  private lateness = 0;
+  private lateTag: OutputTag<T> | undefined;
+
+  constructor(
+    private readonly keyed: KeyedStream<T, K>,
+    private readonly assigner: WindowAssigner,
+  ) {}
+
+  /** Keeps event-time windows open this long after they fire; late records update and re-fire them. @default 0 */
+  allowedLateness(ms: number): this {
+    if (!Number.isFinite(ms) || ms < 0) throw new ConfigError(`allowedLateness must be a number >= 0, got ${ms}`);
+    this.lateness = ms;
+    return this;
+  }
+
+  /** Records too late for every window they belong to go to this side output instead of being dropped. */
+  sideOutputLateData(tag: OutputTag<T>): this {
+    this.lateTag = tag;
+    return this;
+  }
+
+  /** Incremental reduce; results are WindowResult {key, windowStart, windowEnd, value} unless `result` maps them. */
+  reduce(fn: ReduceFunction<T>): DataStream<WindowResult<K, T>>;
+  reduce<R>(fn: ReduceFunction<T>, result: WindowResultFunction<K, T, R>, name?: string): DataStream<R>;
+  reduce<R>(fn: ReduceFunction<T>, result?: WindowResultFunction<K, T, R>, name = 'WindowReduce'): DataStream<R> {
+    const mapResult = (result ?? defaultWindowResult) as WindowResultFunction<K, T, R>;
+    return this.build<R>(name, { kind: 'reduce', reduce: fn, result: mapResult });
+  }
+
+  /** Incremental aggregation with a constant-size accumulator. */
+  aggregate<ACC, V>(fn: AggregateFunction<T, ACC, V>): DataStream<WindowResult<K, V>>;
+  aggregate<ACC, V, R>(fn: AggregateFunction<T, ACC, V>, result: WindowResultFunction<K, V, R>, name?: string): DataStream<R>;
+  aggregate<ACC, V, R>(fn: AggregateFunction<T, ACC, V>, result?: WindowResultFunction<K, V, R>, name = 'WindowAggregate'): DataStream<R> {
+    const mapResult = (result ?? defaultWindowResult) as WindowResultFunction<K, unknown, R>;
+    return this.build<R>(name, { kind: 'aggregate', aggregate: fn as AggregateFunction<T, unknown, unknown>, result: mapResult });
+  }
+
+  /** All records of the window at once. */
+  process<R>(fn: ProcessWindowFunction<T, R, K>, name = 'WindowProcess'): DataStream<R> {
+    return this.build<R>(name, { kind: 'process', process: fn });
+  }
+
+  private build<R>(name: string, fn: WindowOperatorSpec<T, K, R>['fn']): DataStream<R> {
+    if (this.lateness > 0 && !this.assigner.isEventTime) {
+      throw new ConfigError('allowedLateness applies to event-time windows only; remove it or use an event-time assigner');
+    }
+    const spec: WindowOperatorSpec<T, K, R> = {
+      name,
+      keySelector: this.keyed.keySelector,
+      assigner: this.assigner,
+      allowedLatenessMs: this.lateness,
+      lateDataTag: this.lateTag,
+      fn,
+    };
+    return this.keyed.addKeyed(name, () => createWindowOperator(spec) as AnyOperator, [this.keyed.edge()]);
+  }
+}
+
+function defaultWindowResult<K extends Key, V>(value: V, key: K, window: { start: number; end: number }): WindowResult<K, V> {
+  return { key, windowStart: window.start, windowEnd: window.end, value };
+}
+
+export class ConnectedStreams<T1, T2> {
+  constructor(
+    readonly first: DataStream<T1>,
+    readonly second: DataStream<T2>,
+  ) {}
+
+  process<R>(fn: CoProcessFunction<T1, T2, R>, name = 'CoProcess'): DataStream<R> {
+    const node = this.first.env.graph.addOperator(
+      name,
+      () => new CoProcessOperator(name, fn) as AnyOperator,
+      [this.first.edge(0), this.second.edge(1)],
+    );
+    return new DataStream<R>(this.first.env, node.id, undefined, undefined);
+  }
+
+  /** Keys both inputs; the key types must match. */
+  keyBy<K extends Key>(key1: KeySelector<T1, K>, key2: KeySelector<T2, K>): KeyedConnectedStreams<T1, T2, K> {
+    return new KeyedConnectedStreams(this.first.keyBy(key1), this.second.keyBy(key2));
+  }
+}
+
+export class KeyedConnectedStreams<T1, T2, K extends Key> {
+  constructor(
+    readonly first: KeyedStream<T1, K>,
+    readonly second: KeyedStream<T2, K>,
+  ) {}
+
+  process<R>(fn: KeyedCoProcessFunction<K, T1, T2, R>, name = 'KeyedCoProcess'): DataStream<R> {
+    const k1 = this.first.keySelector;
+    const k2 = this.second.keySelector;
+    return this.first.addKeyed(name, () => new KeyedCoProcessOperator(name, k1, k2, fn) as AnyOperator, [
+      this.first.edge(0),
+      this.second.edge(1),
+    ]);
+  }
+}

@@ -1,0 +1,188 @@
+import { ConfigError, NO_TIMESTAMP } from '../../core/index.ts';
+import type { PollResult, Source, SourceReader, SourceReaderContext, SplitEnumeratorContext } from '../source.ts';
+import { DeadLetterFile } from './dead-letter-file.ts';
+import { listInputFiles, planFollowSplits, planRangeSplits } from './jsonl-file-split.ts';
+import type { JsonlFileSplit } from './jsonl-file-split.ts';
+import { JsonlSplitReader } from './jsonl-split-reader.ts';
+import type { JsonlSourceCounters } from './jsonl-split-reader.ts';
+
+export interface JsonlFollowOptions {
+  /** How long the reader waits before looking at the file again when it has read everything. @default 200 */
+  readonly pollIntervalMs?: number;
+  /** End the file's split once it has not grown for this long. @default undefined (follow forever) */
+  readonly idleTimeoutMs?: number;
+}
+
+export interface JsonlFileSourceOptions<T> {
+  /** A JSONL file, or a directory whose `*.jsonl` files (hidden names excepted) are all read, sorted by name. */
+  readonly path: string;
+  /**
+   * File that receives malformed lines (invalid JSON, or `parse` threw) as JSON lines
+   * `{"file", "line", "offset", "error", "raw"}`; the job goes on. Several subtasks may share it.
+   * @default undefined: malformed lines are counted and logged to stderr once per split, with the count.
+   */
+  readonly deadLetterPath?: string;
+  /**
+   * Validates or transforms each parsed line; throwing rejects the line to the dead letters.
+   * @default the JSON.parse result as is
+   */
+  readonly parse?: (value: unknown) => T;
+  /**
+   * Follow a growing file (tail -f): keep reading appended lines. Each file is one split. A last line without
+   * a newline is held back until its newline arrives or the idle timeout ends the split.
+   * @default undefined (read the files as they are and end)
+   */
+  readonly follow?: JsonlFollowOptions;
+  /** Target size of a byte-range split (bounded mode); a file gets at least `parallelism` splits. @default 64 MiB */
+  readonly splitSizeBytes?: number;
+  /** Size of one read; lines longer than this still work (the buffer grows). @default 1 MiB */
+  readonly readChunkBytes?: number;
+  /** Source name in the plan and in errors. @default `jsonl:<path>` */
+  readonly name?: string;
+}
+
+const DEFAULT_SPLIT_SIZE = 64 * 1024 * 1024;
+const DEFAULT_READ_CHUNK = 1024 * 1024;
+const DEFAULT_POLL_INTERVAL_MS = 200;
+
+interface CompiledOptions<T> {
+  readonly path: string;
+  readonly deadLetterPath: string | undefined;
+  readonly parse: ((value: unknown) => T) | undefined;
+  readonly follow: { readonly pollIntervalMs: number; readonly idleTimeoutMs: number | undefined } | undefined;
+  readonly splitSizeBytes: number;
+  readonly readChunkBytes: number;
+}
+
+function positiveInteger(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw new ConfigError(`JSONL source: ${name} must be a positive integer, got ${value}`);
+  }
+  return value;
+}
+
+function compile<T>(options: JsonlFileSourceOptions<T>): CompiledOptions<T> {
+  if (typeof options.path !== 'string' || options.path.length === 0) {
+    throw new ConfigError('JSONL source: `path` (a file or a directory) is required');
+  }
+  let follow: CompiledOptions<T>['follow'];
+  if (options.follow !== undefined) {
+    const pollIntervalMs = positiveInteger('follow.pollIntervalMs', options.follow.pollIntervalMs, DEFAULT_POLL_INTERVAL_MS);
+    const idle = options.follow.idleTimeoutMs;
+    if (idle !== undefined && !(Number.isFinite(idle) && idle >= 0)) {
+      throw new ConfigError(`JSONL source: follow.idleTimeoutMs must be a non-negative number, got ${idle}`);
+    }
+    follow = { pollIntervalMs, idleTimeoutMs: idle };
+  }
+  return {
+    path: options.path,
+    deadLetterPath: options.deadLetterPath,
+    parse: options.parse,
+    follow,
+    splitSizeBytes: positiveInteger('splitSizeBytes', options.splitSizeBytes, DEFAULT_SPLIT_SIZE),
+    readChunkBytes: positiveInteger('readChunkBytes', options.readChunkBytes, DEFAULT_READ_CHUNK),
+  };
+}
+
+/** A JSONL source reader; `counters` cover all its splits. */
+export interface JsonlFileReader<T> extends SourceReader<T, JsonlFileSplit> {
+  readonly counters: Readonly<JsonlSourceCounters>;
+}
+
+/**
+ * Reads JSON Lines files. Bounded mode cuts files into byte-range splits; follow mode tails each file. Batch
+ * offsets are byte offsets of line starts in the file; timestamps are NO_TIMESTAMP (assign them with a
+ * WatermarkStrategy). Blank lines are skipped. A missing input is a ConfigError naming the path.
+ * Bounded unless `follow` is set without an idle timeout.
+ */
+export function jsonlFileSource<T = unknown>(options: JsonlFileSourceOptions<T>): Source<T, JsonlFileSplit> {
+  const opts = compile(options);
+  return {
+    name: options.name ?? `jsonl:${opts.path}`,
+    bounded: opts.follow === undefined || opts.follow.idleTimeoutMs !== undefined,
+    ...(opts.follow === undefined ? {} : { maxParallelism: 1 }),
+    async createSplits(ctx: SplitEnumeratorContext): Promise<JsonlFileSplit[]> {
+      const files = await listInputFiles(opts.path);
+      return opts.follow === undefined
+        ? planRangeSplits(files, ctx.parallelism, opts.splitSizeBytes)
+        : planFollowSplits(files);
+    },
+    createReader(splits: JsonlFileSplit[], ctx: SourceReaderContext): JsonlFileReader<T> {
+      return new JsonlReader(splits, ctx, opts);
+    },
+  };
+}
+
+class JsonlReader<T> implements JsonlFileReader<T> {
+  readonly counters: JsonlSourceCounters = { recordsRead: 0, deadLetters: 0, bytesRead: 0 };
+  private readonly pending: JsonlFileSplit[];
+  private readonly active: JsonlSplitReader<T>[] = [];
+  private readonly deadLetters: DeadLetterFile | undefined;
+  /** Follow mode rotates among files so that one busy file does not starve the others. */
+  private cursor = 0;
+
+  constructor(
+    splits: JsonlFileSplit[],
+    private readonly ctx: SourceReaderContext,
+    private readonly opts: CompiledOptions<T>,
+  ) {
+    this.pending = [...splits];
+    this.deadLetters = opts.deadLetterPath === undefined ? undefined : new DeadLetterFile(opts.deadLetterPath);
+    // Follow mode reads all files side by side; bounded mode opens one split at a time.
+    if (opts.follow !== undefined) while (this.pending.length > 0) this.openNext();
+  }
+
+  poll(maxRecords: number): PollResult<T> {
+    const max = Math.max(1, maxRecords);
+    for (;;) {
+      if (this.active.length === 0 && this.pending.length > 0) this.openNext();
+      if (this.active.length === 0) return { kind: 'end' };
+      let starved = 0;
+      while (starved < this.active.length) {
+        if (this.cursor >= this.active.length) this.cursor = 0;
+        const reader = this.active[this.cursor] as JsonlSplitReader<T>;
+        const values: T[] = [];
+        const offsets: number[] = [];
+        const status = reader.read(max, values, offsets);
+        if (status === 'done') {
+          this.active.splice(this.cursor, 1);
+          if (this.active.length === 0 && this.pending.length > 0) this.openNext();
+        } else if (status === 'starved' || this.opts.follow !== undefined) {
+          this.cursor++;
+        }
+        if (status === 'starved') starved++;
+        if (values.length > 0) {
+          const timestamps = new Array<number>(values.length).fill(NO_TIMESTAMP);
+          return { kind: 'batch', batch: { values, timestamps, split: reader.split.id, offsets } };
+        }
+        if (this.active.length === 0) break;
+      }
+      if (this.active.length > 0) return { kind: 'wait', retryAfterMs: this.opts.follow?.pollIntervalMs ?? 0 };
+    }
+  }
+
+  currentSplits(): JsonlFileSplit[] {
+    return [...this.active.map((r) => r.position()), ...this.pending];
+  }
+
+  close(): void {
+    for (const reader of this.active) reader.close();
+    this.active.length = 0;
+    this.deadLetters?.close();
+  }
+
+  private openNext(): void {
+    const split = this.pending.shift() as JsonlFileSplit;
+    this.active.push(
+      new JsonlSplitReader<T>(split, {
+        parse: this.opts.parse,
+        readChunkBytes: this.opts.readChunkBytes,
+        deadLetters: this.deadLetters,
+        counters: this.counters,
+        clock: this.ctx.clock,
+        idleTimeoutMs: this.opts.follow?.idleTimeoutMs,
+      }),
+    );
+  }
+}

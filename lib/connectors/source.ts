@@ -1,0 +1,58 @@
+import type { Clock, RecordBatch } from '../core/index.ts';
+
+/**
+ * A split is a plain-data description of a part of a source's input (a byte range of a file, a generator
+ * partition, a shard). Splits are computed once, in the coordinating thread, and sent to the subtasks, so they
+ * must survive structured cloning.
+ */
+export interface SourceSplit {
+  /** Stable and unique within the source; it names the split in errors, dead letters and checkpoints. */
+  readonly id: string;
+}
+
+export interface SplitEnumeratorContext {
+  /** Parallelism of the source operator. */
+  readonly parallelism: number;
+}
+
+export interface SourceReaderContext {
+  readonly subtask: number;
+  readonly parallelism: number;
+  readonly clock: Clock;
+  /** Stops a long wait (follow mode) when the job is cancelled. */
+  readonly signal: AbortSignal;
+}
+
+/** What one poll returned. */
+export type PollResult<T> =
+  /** Records from one split. `offsets` (parallel to values) locate each record in the split. */
+  | {
+      readonly kind: 'batch';
+      readonly batch: RecordBatch<T> & { readonly split: string };
+      /** Splits that this poll read to their end (they stop holding back the watermark). */
+      readonly finishedSplits?: readonly string[];
+    }
+  /** Nothing right now (unbounded source, rate limit); poll again after about `retryAfterMs`. */
+  | { readonly kind: 'wait'; readonly retryAfterMs: number }
+  /** Every assigned split is exhausted (bounded sources only). */
+  | { readonly kind: 'end' };
+
+/** Reads the splits assigned to one subtask. Called by one task, never concurrently. */
+export interface SourceReader<T, S extends SourceSplit = SourceSplit> {
+  /** At most about `maxRecords` records per batch; a batch holds records of one split only. */
+  poll(maxRecords: number): Promise<PollResult<T>> | PollResult<T>;
+  /** Splits still being read, with positions advanced to what has been returned so far (for checkpoints). */
+  currentSplits(): S[];
+  close(): Promise<void> | void;
+}
+
+export interface Source<T, S extends SourceSplit = SourceSplit> {
+  readonly name: string;
+  /** Bounded sources end; the job then fires all windows and exits. */
+  readonly bounded: boolean;
+  /** Default parallelism when the job does not set one: for example 1 for a source that cannot be split. */
+  readonly maxParallelism?: number;
+  createSplits(ctx: SplitEnumeratorContext): Promise<S[]> | S[];
+  /** `splits` are those assigned to this subtask (split i goes to subtask i % parallelism). */
+  createReader(splits: S[], ctx: SourceReaderContext): Promise<SourceReader<T, S>> | SourceReader<T, S>;
+}

@@ -1,0 +1,70 @@
+/**
+ * Typed errors. Every error says what went wrong, where, and how to fix it, carries its `cause`,
+ * and says whether retrying the same action can succeed (`retriable`).
+ */
+export interface SluiceErrorOptions {
+  cause?: unknown;
+  retriable?: boolean;
+}
+
+export class SluiceError extends Error {
+  readonly code: string;
+  readonly retriable: boolean;
+
+  constructor(code: string, message: string, options: SluiceErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retriable = options.retriable ?? false;
+  }
+}
+
+/** Invalid configuration or usage: the job must not start (CLI exit code 2). */
+export class ConfigError extends SluiceError {
+  constructor(message: string, options: SluiceErrorOptions = {}) {
+    super('CONFIG', message, options);
+  }
+}
+
+/** Where a record came from: its source split and its offset in that split. */
+export interface RecordOrigin {
+  split: string;
+  offset: number;
+}
+
+export function describeOrigin(origin: RecordOrigin | undefined): string {
+  return origin === undefined ? 'unknown origin' : `split ${origin.split} offset ${origin.offset}`;
+}
+
+/** A user function threw: names the operator, the subtask and the record's origin. */
+export class UserFunctionError extends SluiceError {
+  readonly operator: string;
+  readonly subtask: number;
+  readonly origin: RecordOrigin | undefined;
+
+  constructor(operator: string, subtask: number, origin: RecordOrigin | undefined, cause: unknown) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super(
+      'USER_FUNCTION',
+      `operator "${operator}" (subtask ${subtask}) failed on record from ${describeOrigin(origin)}: ${reason}`,
+      { cause, retriable: false },
+    );
+    this.operator = operator;
+    this.subtask = subtask;
+    this.origin = origin;
+  }
+}
+
+/** The job stopped because a task failed; `cause` is the task's error. */
+export class JobFailedError extends SluiceError {
+  constructor(message: string, cause: unknown) {
+    super('JOB_FAILED', message, { cause, retriable: true });
+  }
+}
+
+/** An internal invariant broke: a bug in Sluice, not in the job. */
+export class InternalError extends SluiceError {
+  constructor(message: string, cause?: unknown) {
+    super('INTERNAL', message, { cause });
+  }
+}

@@ -1,0 +1,6 @@
+export * from './errors.ts';
+export * from './time.ts';
+export * from './batch.ts';
+export * from './elements.ts';
+export * from './key-group.ts';
+export * from './output-tag.ts';

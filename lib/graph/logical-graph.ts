@@ -1,0 +1,95 @@
+import { ConfigError, type Key } from '../core/index.ts';
+import type { Operator } from '../operators/operator.ts';
+import type { Source } from '../connectors/source.ts';
+import type { WatermarkStrategy } from '../api/watermark-strategy.ts';
+
+/** How records of an edge are distributed over the downstream subtasks. */
+export type PartitionerSpec =
+  /** Subtask i to subtask i; needs equal parallelism. Allows chaining. */
+  | { readonly kind: 'forward' }
+  /** Whole batches round-robin over all downstream subtasks. */
+  | { readonly kind: 'rebalance' }
+  /** Every batch to every downstream subtask. */
+  | { readonly kind: 'broadcast' }
+  /** Each record to the subtask owning its key group. */
+  | { readonly kind: 'hash'; readonly keySelector: (value: unknown) => Key };
+
+export interface LogicalEdge {
+  readonly from: number;
+  /** Side output of `from` consumed by this edge, or undefined for its main output. */
+  readonly sideTag: string | undefined;
+  /** Undefined: forward when parallelism matches, else rebalance. */
+  readonly partitioner: PartitionerSpec | undefined;
+  /** 0, or 1 for the second input of a two-input operator. */
+  readonly inputIndex: number;
+}
+
+interface NodeBase {
+  readonly id: number;
+  name: string;
+  /** Undefined: the job's default parallelism. */
+  parallelism: number | undefined;
+  readonly inputs: LogicalEdge[];
+}
+
+export interface SourceNode extends NodeBase {
+  readonly kind: 'source';
+  readonly source: Source<unknown>;
+  /** Per-split timestamps and watermarks, when the source was given a strategy. */
+  readonly watermarks: WatermarkStrategy<unknown> | undefined;
+}
+
+export interface OperatorNode extends NodeBase {
+  readonly kind: 'operator';
+  /** Called once per subtask: operators hold per-subtask state. */
+  readonly createOperator: () => Operator<unknown, unknown>;
+  /** Needs a keyed state backend and timers (after keyBy). */
+  readonly keyed: boolean;
+  readonly isSink: boolean;
+}
+
+export type LogicalNode = SourceNode | OperatorNode;
+
+/** The job as the API built it: nodes in creation order (which is a topological order). */
+export class LogicalGraph {
+  readonly nodes: LogicalNode[] = [];
+
+  addSource(name: string, source: Source<unknown>, watermarks: WatermarkStrategy<unknown> | undefined): SourceNode {
+    const node: SourceNode = { kind: 'source', id: this.nodes.length, name, parallelism: undefined, inputs: [], source, watermarks };
+    this.nodes.push(node);
+    return node;
+  }
+
+  addOperator(
+    name: string,
+    createOperator: () => Operator<unknown, unknown>,
+    inputs: LogicalEdge[],
+    options: { keyed?: boolean; isSink?: boolean; parallelism?: number } = {},
+  ): OperatorNode {
+    const node: OperatorNode = {
+      kind: 'operator',
+      id: this.nodes.length,
+      name,
+      parallelism: options.parallelism,
+      inputs,
+      createOperator,
+      keyed: options.keyed ?? false,
+      isSink: options.isSink ?? false,
+    };
+    this.nodes.push(node);
+    return node;
+  }
+
+  node(id: number): LogicalNode {
+    const node = this.nodes[id];
+    if (node === undefined) throw new ConfigError(`no stream node with id ${id}`);
+    return node;
+  }
+
+  /** Edges leaving `id`, in the order the consumers were created. */
+  consumersOf(id: number): { node: LogicalNode; edge: LogicalEdge }[] {
+    const result: { node: LogicalNode; edge: LogicalEdge }[] = [];
+    for (const node of this.nodes) for (const edge of node.inputs) if (edge.from === id) result.push({ node, edge });
+    return result;
+  }
+}

@@ -1,0 +1,124 @@
+import {
+  ConfigError,
+  keyGroupOf,
+  keyGroupRangeContains,
+  type Key,
+  type KeyGroupRange,
+} from '../core/index.ts';
+import type { Namespace } from '../state/index.ts';
+import { TimerQueue } from './timer-queue.ts';
+import type { InternalTimerService, Timer } from './timer-service.ts';
+
+/** The pending timers of one key group, as plain data. */
+export interface TimerKeyGroupSnapshot {
+  readonly keyGroup: number;
+  readonly eventTimers: Timer[];
+  readonly processingTimers: Timer[];
+}
+
+export interface HeapTimerServiceOptions {
+  readonly maxParallelism: number;
+}
+
+/**
+ * Timers on the JS heap: per time domain a TimerQueue (timestamp buckets in a min-heap). Timers fire in timestamp
+ * order, and in registration order within a timestamp. Key groups are computed only when snapshotting, so
+ * registering a timer never hashes its key.
+ */
+export class HeapTimerService implements InternalTimerService {
+  private readonly maxParallelism: number;
+  private readonly eventTimers = new TimerQueue();
+  private readonly processingTimers = new TimerQueue();
+
+  constructor(options: HeapTimerServiceOptions) {
+    if (!Number.isInteger(options.maxParallelism) || options.maxParallelism < 1) {
+      throw new ConfigError(`maxParallelism must be a positive integer, got ${options.maxParallelism}`);
+    }
+    this.maxParallelism = options.maxParallelism;
+  }
+
+  registerEventTimeTimer(key: Key, namespace: Namespace, timestamp: number): void {
+    this.eventTimers.add(key, namespace, checkTimestamp(timestamp));
+  }
+
+  deleteEventTimeTimer(key: Key, namespace: Namespace, timestamp: number): void {
+    this.eventTimers.delete(key, namespace, timestamp);
+  }
+
+  registerProcessingTimeTimer(key: Key, namespace: Namespace, timestamp: number): void {
+    this.processingTimers.add(key, namespace, checkTimestamp(timestamp));
+  }
+
+  deleteProcessingTimeTimer(key: Key, namespace: Namespace, timestamp: number): void {
+    this.processingTimers.delete(key, namespace, timestamp);
+  }
+
+  popEventTimeTimers(watermark: number): Timer[] {
+    const out: Timer[] = [];
+    this.eventTimers.popUpTo(watermark, out);
+    return out;
+  }
+
+  popProcessingTimeTimers(time: number): Timer[] {
+    const out: Timer[] = [];
+    this.processingTimers.popUpTo(time, out);
+    return out;
+  }
+
+  nextProcessingTime(): number | undefined {
+    return this.processingTimers.peek();
+  }
+
+  nextEventTime(): number | undefined {
+    return this.eventTimers.peek();
+  }
+
+  eventTimerCount(): number {
+    return this.eventTimers.size;
+  }
+
+  processingTimerCount(): number {
+    return this.processingTimers.size;
+  }
+
+  /** Pending timers grouped by key group (ascending), each list in firing order. Timers are immutable and shared. */
+  snapshot(): TimerKeyGroupSnapshot[] {
+    const groups = new Map<number, TimerKeyGroupSnapshot>();
+    const groupOf = (timer: Timer): TimerKeyGroupSnapshot => {
+      const keyGroup = keyGroupOf(timer.key, this.maxParallelism);
+      let group = groups.get(keyGroup);
+      if (group === undefined) {
+        group = { keyGroup, eventTimers: [], processingTimers: [] };
+        groups.set(keyGroup, group);
+      }
+      return group;
+    };
+    for (const timer of this.eventTimers.toSortedArray()) groupOf(timer).eventTimers.push(timer);
+    for (const timer of this.processingTimers.toSortedArray()) groupOf(timer).processingTimers.push(timer);
+    return [...groups.values()].sort((a, b) => a.keyGroup - b.keyGroup);
+  }
+
+  /**
+   * Adds the timers of the key groups in `range` (rescaling hands every subtask all snapshots; each keeps its own).
+   * Timers already pending are kept; equal ones are deduplicated.
+   */
+  restore(snapshot: readonly TimerKeyGroupSnapshot[], range: KeyGroupRange): void {
+    for (const group of snapshot) {
+      if (!keyGroupRangeContains(range, group.keyGroup)) continue;
+      for (const t of group.eventTimers) this.eventTimers.add(t.key, t.namespace, t.timestamp);
+      for (const t of group.processingTimers) this.processingTimers.add(t.key, t.namespace, t.timestamp);
+    }
+  }
+
+  clear(): void {
+    this.eventTimers.clear();
+    this.processingTimers.clear();
+  }
+}
+
+function checkTimestamp(timestamp: number): number {
+  if (typeof timestamp !== 'number' || Number.isNaN(timestamp)) {
+    throw new ConfigError(`a timer timestamp must be a number (epoch milliseconds), got ${String(timestamp)}`);
+  }
+  return timestamp;
+}

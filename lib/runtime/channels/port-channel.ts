@@ -1,0 +1,120 @@
+import type { MessagePort } from 'node:worker_threads';
+import { Packr } from 'msgpackr';
+import type { RecordBatch, StreamElement } from '../../core/index.ts';
+import type { ChannelReceiver, ChannelSender } from './channel.ts';
+
+/**
+ * A channel between worker threads over a MessagePort. Batches are encoded with msgpackr into one exact-size
+ * buffer that is transferred, not copied; control elements travel as small objects. Credit-based flow control:
+ * the sender has at most `capacity` messages in flight and the receiver returns a credit for each one it takes.
+ */
+type Wire = { b: Uint8Array } | { c: Exclude<StreamElement<unknown>, { kind: 'batch' }> } | { credit: number };
+
+const packr = new Packr({ useRecords: true, moreTypes: true });
+
+function encodeBatch(batch: RecordBatch<unknown>): Uint8Array {
+  const packed = packr.pack([batch.values, batch.timestamps, batch.split ?? null, batch.offsets ?? null]);
+  // packr reuses a large buffer; copy out exactly the bytes so only they are transferred.
+  return Uint8Array.prototype.slice.call(packed, 0, packed.length) as Uint8Array;
+}
+
+function decodeBatch(bytes: Uint8Array): RecordBatch<unknown> {
+  const [values, timestamps, split, offsets] = packr.unpack(bytes) as [unknown[], number[], string | null, number[] | null];
+  return { values, timestamps, split: split ?? undefined, offsets: offsets ?? undefined };
+}
+
+export class PortSender implements ChannelSender {
+  private inFlight = 0;
+  private pending: StreamElement<unknown>[] = [];
+  private waiters: (() => void)[] = [];
+
+  constructor(
+    private readonly port: MessagePort,
+    private readonly capacity: number,
+  ) {
+    port.on('message', (msg: Wire) => {
+      if ('credit' in msg) {
+        this.inFlight -= msg.credit;
+        this.flush();
+      }
+    });
+  }
+
+  send(element: StreamElement<unknown>): void {
+    if (this.pending.length === 0 && this.inFlight < this.capacity) this.post(element);
+    else this.pending.push(element);
+  }
+
+  get blocked(): boolean {
+    return this.pending.length > 0 || this.inFlight >= this.capacity;
+  }
+
+  awaitCapacity(): Promise<void> {
+    if (!this.blocked) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  /** Lets the thread exit once the last element is sent. */
+  unref(): void {
+    this.port.unref();
+  }
+
+  private post(element: StreamElement<unknown>): void {
+    this.inFlight++;
+    if (element.kind === 'batch') {
+      const bytes = encodeBatch(element.batch);
+      this.port.postMessage({ b: bytes } satisfies Wire, [bytes.buffer as ArrayBuffer]);
+    } else {
+      this.port.postMessage({ c: element } satisfies Wire);
+    }
+  }
+
+  private flush(): void {
+    let i = 0;
+    while (i < this.pending.length && this.inFlight < this.capacity) this.post(this.pending[i++]!);
+    if (i > 0) this.pending = this.pending.slice(i);
+    if (!this.blocked && this.waiters.length > 0) {
+      const waiters = this.waiters;
+      this.waiters = [];
+      for (const w of waiters) w();
+    }
+  }
+}
+
+export class PortReceiver implements ChannelReceiver {
+  private queue: StreamElement<unknown>[] = [];
+  private head = 0;
+  private listener: (() => void) | undefined;
+  private closed = false;
+
+  constructor(private readonly port: MessagePort) {
+    port.on('message', (msg: Wire) => {
+      if (this.closed) return;
+      if ('b' in msg) this.queue.push({ kind: 'batch', batch: decodeBatch(msg.b) });
+      else if ('c' in msg) this.queue.push(msg.c);
+      else return;
+      this.listener?.();
+    });
+  }
+
+  poll(): StreamElement<unknown> | undefined {
+    if (this.head >= this.queue.length) return undefined;
+    const element = this.queue[this.head++]!;
+    if (this.head === this.queue.length) {
+      this.queue = [];
+      this.head = 0;
+    }
+    if (element.kind === 'end') this.port.unref();
+    else this.port.postMessage({ credit: 1 } satisfies Wire);
+    return element;
+  }
+
+  setListener(listener: () => void): void {
+    this.listener = listener;
+  }
+
+  close(): void {
+    this.closed = true;
+    this.port.close();
+  }
+}

@@ -1,0 +1,14 @@
+import type { TaskMetrics } from './task-metrics.ts';
+
+export interface JobResult {
+  readonly durationMs: number;
+  /** Records read by all sources. */
+  readonly sourceRecords: number;
+  readonly tasks: TaskMetrics[];
+}
+
+export function summarize(startedAt: number, tasks: TaskMetrics[], sourceVertices: ReadonlySet<string>): JobResult {
+  let sourceRecords = 0;
+  for (const t of tasks) if (sourceVertices.has(t.vertex)) sourceRecords += t.recordsOut;
+  return { durationMs: Date.now() - startedAt, sourceRecords, tasks };
+}

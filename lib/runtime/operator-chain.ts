@@ -1,0 +1,248 @@
+import {
+  keyGroupRangeForSubtask,
+  type Clock,
+  type KeyGroupRange,
+  type OutputTag,
+  type RecordBatch,
+} from '../core/index.ts';
+import type { OperatorNode } from '../graph/logical-graph.ts';
+import type { Operator, OperatorContext } from '../operators/operator.ts';
+import type { IdleAwareOutput } from '../operators/output.ts';
+import type { InternalTimerService } from '../operators/timer-service.ts';
+import type { KeyedStateBackend } from '../state/index.ts';
+import type { RecordWriter } from './record-writer.ts';
+
+/** What a chain needs from its composition root: which state backend and timer service keyed operators get. */
+export interface KeyedServices {
+  createKeyedState(range: KeyGroupRange, maxParallelism: number): KeyedStateBackend;
+  createTimerService(maxParallelism: number): InternalTimerService;
+}
+
+/** Network writers of one logical node: its main output and each side output. */
+export interface NodeWriters {
+  main: RecordWriter[];
+  side: Map<string, RecordWriter[]>;
+}
+
+export interface ChainSetup {
+  readonly vertexName: string;
+  readonly subtask: number;
+  readonly parallelism: number;
+  readonly maxParallelism: number;
+  readonly clock: Clock;
+  readonly chain: readonly OperatorNode[];
+  /** Writers per logical node id (the source node, when there is one, included). */
+  readonly writers: ReadonlyMap<number, NodeWriters>;
+  /** Logical node feeding the chain head (the source node), whose network writers get what the head... */
+  readonly headNodeId: number | undefined;
+  readonly services: KeyedServices;
+  /** Schedules `run` on the task between elements. */
+  readonly post: (run: () => void | Promise<void>) => void;
+}
+
+interface Slot {
+  readonly operator: Operator<unknown, unknown>;
+  readonly output: IdleAwareOutput<unknown>;
+  readonly keyedState: KeyedStateBackend | undefined;
+  watermark: number;
+  wakeupAt: number;
+}
+
+/**
+ * The operators of one vertex subtask, wired output-to-input by direct calls. Promises returned by hooks are
+ * collected in `pending` and awaited by the task before the next input element.
+ */
+export class OperatorChain {
+  private readonly slots: Slot[] = [];
+  private readonly allWriters: RecordWriter[];
+  /** Output of the (virtual) source node, for chains that start at a source. */
+  readonly sourceOutput: IdleAwareOutput<unknown> | undefined;
+  pending: Promise<void>[] = [];
+  private wakeTimer: NodeJS.Timeout | undefined;
+  private wakeTimerAt = Number.POSITIVE_INFINITY;
+  private closed = false;
+
+  constructor(private readonly setup: ChainSetup) {
+    this.allWriters = [...setup.writers.values()].flatMap((w) => [...w.main, ...[...w.side.values()].flat()]);
+    const range = keyGroupRangeForSubtask(setup.subtask, setup.parallelism, setup.maxParallelism);
+    for (let i = setup.chain.length - 1; i >= 0; i--) {
+      const node = setup.chain[i]!;
+      const keyedState = node.keyed ? setup.services.createKeyedState(range, setup.maxParallelism) : undefined;
+      this.slots[i] = {
+        operator: node.createOperator(),
+        output: this.outputFor(node.id, i + 1),
+        keyedState,
+        watermark: Number.NEGATIVE_INFINITY,
+        wakeupAt: Number.POSITIVE_INFINITY,
+      };
+    }
+    this.sourceOutput = setup.headNodeId === undefined ? undefined : this.outputFor(setup.headNodeId, 0);
+  }
+
+  get length(): number {
+    return this.slots.length;
+  }
+
+  async open(): Promise<void> {
+    const { setup } = this;
+    const range = keyGroupRangeForSubtask(setup.subtask, setup.parallelism, setup.maxParallelism);
+    // Open from the tail so that every operator's downstream is ready when it opens.
+    for (let i = this.slots.length - 1; i >= 0; i--) {
+      const slot = this.slots[i]!;
+      const node = setup.chain[i]!;
+      const ctx: OperatorContext = {
+        operatorName: node.name,
+        subtask: setup.subtask,
+        parallelism: setup.parallelism,
+        maxParallelism: setup.maxParallelism,
+        keyGroupRange: node.keyed ? range : { start: 0, end: setup.maxParallelism - 1 },
+        clock: setup.clock,
+        keyedState: slot.keyedState,
+        timers: node.keyed ? setup.services.createTimerService(setup.maxParallelism) : undefined,
+        currentWatermark: () => slot.watermark,
+        requestProcessingTimeWakeup: (time) => this.requestWakeup(i, time),
+      };
+      await slot.operator.open?.(ctx, slot.output);
+    }
+  }
+
+  /** Feeds a batch into the chain head (or straight to the network when the chain is only a source). */
+  pushBatch(batch: RecordBatch<unknown>, inputIndex: number): void {
+    if (this.slots.length === 0) this.sourceOutput!.emit(batch);
+    else this.track(this.slots[0]!.operator.processBatch(batch, inputIndex));
+  }
+
+  pushWatermark(timestamp: number): void {
+    if (this.slots.length === 0) this.sourceOutput!.emitWatermark(timestamp);
+    else this.deliverWatermark(0, timestamp);
+  }
+
+  /** Tells every downstream task whether this subtask is idle. */
+  markIdle(idle: boolean): void {
+    for (const w of this.allWriters) w.broadcast({ kind: 'idle', idle });
+  }
+
+  async endInput(): Promise<void> {
+    for (const slot of this.slots) {
+      await slot.operator.endInput?.();
+      await this.drain();
+    }
+  }
+
+  /** Sends end-of-input downstream on every edge. */
+  finishOutputs(): void {
+    for (const w of this.allWriters) w.broadcast({ kind: 'end' });
+  }
+
+  async drain(): Promise<void> {
+    while (this.pending.length > 0) {
+      const pending = this.pending;
+      this.pending = [];
+      await Promise.all(pending);
+    }
+  }
+
+  get blocked(): boolean {
+    for (const w of this.allWriters) if (w.blocked) return true;
+    return false;
+  }
+
+  async awaitCapacity(): Promise<void> {
+    for (const w of this.allWriters) if (w.blocked) await w.awaitCapacity();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.wakeTimer !== undefined) clearTimeout(this.wakeTimer);
+    let first: unknown;
+    for (const slot of this.slots) {
+      try {
+        await slot.operator.close?.();
+        slot.keyedState?.dispose();
+      } catch (err) {
+        first ??= err;
+      }
+    }
+    if (first !== undefined) throw first;
+  }
+
+  private track(result: void | Promise<void>): void {
+    if (result !== undefined) this.pending.push(result);
+  }
+
+  private deliverWatermark(index: number, timestamp: number): void {
+    const slot = this.slots[index]!;
+    if (timestamp <= slot.watermark) return;
+    slot.watermark = timestamp;
+    if (slot.operator.processWatermark) this.track(slot.operator.processWatermark(timestamp));
+    else slot.output.emitWatermark(timestamp);
+  }
+
+  /** Output of operator `index - 1` (or of the source node when index is 0): feeds operator `index` and the network. */
+  private outputFor(nodeId: number, nextIndex: number): IdleAwareOutput<unknown> {
+    const writers = this.setup.writers.get(nodeId) ?? { main: [], side: new Map<string, RecordWriter[]>() };
+    const main = writers.main;
+    const allOfNode = [...main, ...[...writers.side.values()].flat()];
+    const chain = this;
+    return {
+      emit(batch: RecordBatch<unknown>): void {
+        const next = chain.slots[nextIndex];
+        if (next !== undefined) chain.track(next.operator.processBatch(batch, 0));
+        for (let i = 0; i < main.length; i++) main[i]!.emit(batch);
+      },
+      emitWatermark(timestamp: number): void {
+        if (chain.slots[nextIndex] !== undefined) chain.deliverWatermark(nextIndex, timestamp);
+        for (const w of allOfNode) w.broadcast({ kind: 'watermark', timestamp });
+      },
+      emitSide<S>(tag: OutputTag<S>, batch: RecordBatch<S>): void {
+        const side = writers.side.get(tag.id);
+        if (side !== undefined) for (const w of side) w.emit(batch);
+      },
+      markIdle(idle: boolean): void {
+        chain.markIdle(idle);
+      },
+    };
+  }
+
+  private requestWakeup(index: number, time: number): void {
+    const slot = this.slots[index]!;
+    if (time >= slot.wakeupAt) return;
+    slot.wakeupAt = time;
+    if (time >= this.wakeTimerAt) return;
+    if (this.wakeTimer !== undefined) clearTimeout(this.wakeTimer);
+    this.wakeTimerAt = time;
+    const delay = Math.max(0, time - this.setup.clock.now());
+    this.wakeTimer = setTimeout(() => {
+      this.wakeTimer = undefined;
+      this.wakeTimerAt = Number.POSITIVE_INFINITY;
+      this.setup.post(() => this.fireWakeups());
+    }, delay);
+  }
+
+  private fireWakeups(): void {
+    if (this.closed) return;
+    const now = this.setup.clock.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const slot of this.slots) {
+      if (slot.wakeupAt <= now) {
+        slot.wakeupAt = Number.POSITIVE_INFINITY;
+        this.track(slot.operator.onProcessingTime?.(now));
+      }
+    }
+    for (let i = 0; i < this.slots.length; i++) {
+      const at = this.slots[i]!.wakeupAt;
+      if (at < next) next = at;
+    }
+    if (next !== Number.POSITIVE_INFINITY) {
+      // Re-arm for operators whose wake-up is still in the future.
+      for (let i = 0; i < this.slots.length; i++) {
+        const slot = this.slots[i]!;
+        if (slot.wakeupAt === next) {
+          slot.wakeupAt = Number.POSITIVE_INFINITY;
+          this.requestWakeup(i, next);
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,105 @@
+import { UserFunctionError, originAt, type RecordBatch } from '../core/index.ts';
+import type { WatermarkGenerator, WatermarkStrategy } from '../api/watermark-strategy.ts';
+
+interface SplitState {
+  generator: WatermarkGenerator<unknown>;
+  lastRecordAt: number;
+  idle: boolean;
+  finished: boolean;
+}
+
+/**
+ * Per-split timestamps and watermarks inside a source subtask (ARCHITECTURE.md §3): each split has its own
+ * generator, and the subtask's watermark is the minimum over splits that have started and are neither idle nor
+ * finished. A split that has not produced a record yet does not hold the watermark back, as in a reader that is
+ * assigned splits one after the other.
+ */
+export class SplitWatermarks {
+  private readonly splits = new Map<string, SplitState>();
+  private emitted = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly strategy: WatermarkStrategy<unknown>,
+    private readonly operatorName: string,
+    private readonly subtask: number,
+    private readonly startedAt: number,
+  ) {}
+
+  private state(id: string, now: number): SplitState {
+    let s = this.splits.get(id);
+    if (s === undefined) {
+      s = { generator: this.strategy.createGenerator(), lastRecordAt: now, idle: false, finished: false };
+      this.splits.set(id, s);
+    }
+    return s;
+  }
+
+  /** Assigns timestamps (when the strategy has an assigner) and feeds the split's generator. */
+  onBatch(batch: RecordBatch<unknown> & { split: string }, now: number): RecordBatch<unknown> {
+    const s = this.state(batch.split, now);
+    s.lastRecordAt = now;
+    s.idle = false;
+    const assigner = this.strategy.timestampAssigner;
+    const values = batch.values;
+    const generator = s.generator;
+    let timestamps = batch.timestamps;
+    let i = 0;
+    try {
+      if (assigner !== undefined) {
+        timestamps = new Array<number>(values.length);
+        for (; i < values.length; i++) {
+          const ts = assigner(values[i], batch.timestamps[i] as number);
+          if (typeof ts !== 'number' || Number.isNaN(ts)) {
+            throw new TypeError(`timestamp assigner returned ${String(ts)}; it must return epoch milliseconds as a number`);
+          }
+          timestamps[i] = ts;
+          generator.onEvent(values[i], ts);
+        }
+      } else {
+        for (; i < values.length; i++) generator.onEvent(values[i], timestamps[i] as number);
+      }
+    } catch (err) {
+      throw new UserFunctionError(this.operatorName, this.subtask, originAt(batch, i), err);
+    }
+    return timestamps === batch.timestamps ? batch : { ...batch, timestamps };
+  }
+
+  markFinished(splitId: string): void {
+    const s = this.splits.get(splitId);
+    if (s !== undefined) s.finished = true;
+  }
+
+  /** Marks splits idle that had no record for the idle timeout; returns true if every open split is idle. */
+  checkIdle(now: number): boolean {
+    const timeout = this.strategy.idleTimeoutMs;
+    let open = 0;
+    let idle = 0;
+    for (const s of this.splits.values()) {
+      if (s.finished) continue;
+      open++;
+      if (timeout !== undefined && now - s.lastRecordAt >= timeout) s.idle = true;
+      if (s.idle) idle++;
+    }
+    // A subtask that has read nothing at all is idle once the timeout passes (e.g. more subtasks than splits).
+    if (open === 0) return timeout !== undefined && now - this.startedAt >= timeout && this.splits.size === 0;
+    return idle === open;
+  }
+
+  /** The combined watermark if it advanced since the last call, else undefined. */
+  advance(): number | undefined {
+    let min = Number.POSITIVE_INFINITY;
+    let active = 0;
+    for (const s of this.splits.values()) {
+      if (s.finished || s.idle) continue;
+      active++;
+      const wm = s.generator.currentWatermark();
+      if (wm < min) min = wm;
+    }
+    if (active === 0) return undefined;
+    if (min > this.emitted) {
+      this.emitted = min;
+      return min;
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,3 @@
+export * from './descriptors.ts';
+export * from './keyed-state.ts';
+export * from './backend.ts';
