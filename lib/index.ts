@@ -9,6 +9,8 @@ export {
   MAX_WATERMARK,
   MIN_WATERMARK,
   keyGroupOf,
+  systemClock,
+  ManualClock,
 } from './core/index.ts';
 export type { Key, RecordBatch, RecordOrigin, Clock } from './core/index.ts';
 

@@ -34,6 +34,14 @@ import type { WatermarkStrategy } from './watermark-strategy.ts';
 
 type AnyOperator = Operator<unknown, unknown>;
 
+/**
+ * Each subtask gets its own instance of a rich function: an object inheriting from the one the user passed, so
+ * that state handles a function keeps on `this` (set in open) are per subtask, as with Flink's serialized copies.
+ */
+function perSubtask<F extends object>(fn: F): F {
+  return Object.create(fn) as F;
+}
+
 /** A typed stream of records: each call adds an operator to the job and returns the stream it produces. */
 export class DataStream<T> {
   /** @internal */
@@ -70,7 +78,7 @@ export class DataStream<T> {
   }
 
   process<R>(fn: ProcessFunction<T, R>, name = 'Process'): DataStream<R> {
-    return this.addOperator(name, () => new ProcessOperator(name, fn) as AnyOperator, [this.edge()]);
+    return this.addOperator(name, () => new ProcessOperator(name, perSubtask(fn)) as AnyOperator, [this.edge()]);
   }
 
   /** Assigns event timestamps and generates watermarks per subtask (see also env.fromSource(source, strategy)). */
@@ -192,15 +200,16 @@ export class KeyedStream<T, K extends Key> {
 
   process<R>(fn: KeyedProcessFunction<K, T, R>, name = 'KeyedProcess'): DataStream<R> {
     const keySelector = this.keySelector;
-    return this.addKeyed(name, () => new KeyedProcessOperator(name, keySelector, fn) as AnyOperator, [this.edge()]);
+    return this.addKeyed(name, () => new KeyedProcessOperator(name, keySelector, perSubtask(fn)) as AnyOperator, [this.edge()]);
   }
 
   /** Rolling reduce: emits the running result per key for every record. */
   reduce(fn: ReduceFunction<T>, name = 'Reduce'): DataStream<T> {
     const descriptor = reducingState<T>('rolling-reduce', fn);
-    let state!: ReducingState<T>;
-    return this.process<T>(
-      {
+    const keySelector = this.keySelector;
+    const create = (): KeyedProcessFunction<K, T, T> => {
+      let state!: ReducingState<T>;
+      return {
         open(ctx) {
           state = ctx.getReducingState(descriptor);
         },
@@ -208,9 +217,9 @@ export class KeyedStream<T, K extends Key> {
           state.add(value);
           out.collect(state.get() as T);
         },
-      },
-      name,
-    );
+      };
+    };
+    return this.addKeyed(name, () => new KeyedProcessOperator(name, keySelector, create()) as AnyOperator, [this.edge()]);
   }
 
   window(assigner: WindowAssigner): WindowedStream<T, K> {
@@ -296,7 +305,7 @@ export class ConnectedStreams<T1, T2> {
   process<R>(fn: CoProcessFunction<T1, T2, R>, name = 'CoProcess'): DataStream<R> {
     const node = this.first.env.graph.addOperator(
       name,
-      () => new CoProcessOperator(name, fn) as AnyOperator,
+      () => new CoProcessOperator(name, perSubtask(fn)) as AnyOperator,
       [this.first.edge(0), this.second.edge(1)],
     );
     return new DataStream<R>(this.first.env, node.id, undefined, undefined);
@@ -317,7 +326,7 @@ export class KeyedConnectedStreams<T1, T2, K extends Key> {
   process<R>(fn: KeyedCoProcessFunction<K, T1, T2, R>, name = 'KeyedCoProcess'): DataStream<R> {
     const k1 = this.first.keySelector;
     const k2 = this.second.keySelector;
-    return this.first.addKeyed(name, () => new KeyedCoProcessOperator(name, k1, k2, fn) as AnyOperator, [
+    return this.first.addKeyed(name, () => new KeyedCoProcessOperator(name, k1, k2, perSubtask(fn)) as AnyOperator, [
       this.first.edge(0),
       this.second.edge(1),
     ]);

@@ -22,7 +22,8 @@ export interface HeapTimerServiceOptions {
 
 /**
  * Timers on the JS heap: per time domain a TimerQueue (timestamp buckets in a min-heap). Timers fire in timestamp
- * order, and in registration order within a timestamp. Key groups are computed only when snapshotting, so
+ * order, and in registration order within a timestamp (after a restore: key-group order, then the order they had
+ * within their key group). Key groups are computed only when snapshotting, so
  * registering a timer never hashes its key.
  */
 export class HeapTimerService implements InternalTimerService {

@@ -91,18 +91,24 @@ function compile<T>(options: GeneratorSourceOptions, generate: RecordGenerator<T
   };
 }
 
+/** The generator source, with its split and reader types spelled out (handy when driving readers directly). */
+export interface GeneratorSource<T> extends Source<T, GeneratorSplit> {
+  createSplits(ctx: SplitEnumeratorContext): GeneratorSplit[];
+  createReader(splits: GeneratorSplit[], ctx: SourceReaderContext): SourceReader<T, GeneratorSplit>;
+}
+
 /**
  * A deterministic generator: `Transaction` records by default, or `generate(index, random, eventTime)` records.
  * Records are dealt to splits by index (split p of P takes indices p, p+P, ...), each record depends only on
  * (seed, index). Batch timestamps are the records' event times; offsets are record indices.
  */
-export function generatorSource(options?: GeneratorSourceOptions): Source<Transaction, GeneratorSplit>;
 export function generatorSource<T>(
   options: GeneratorSourceOptions & { readonly generate: RecordGenerator<T> },
-): Source<T, GeneratorSplit>;
+): GeneratorSource<T>;
+export function generatorSource(options?: GeneratorSourceOptions): GeneratorSource<Transaction>;
 export function generatorSource<T>(
   options: GeneratorSourceOptions & { readonly generate?: RecordGenerator<T> } = {},
-): Source<T, GeneratorSplit> {
+): GeneratorSource<T> {
   const opts = compile<T>(options, options.generate);
   return {
     name: options.name ?? 'generator',

@@ -1,10 +1,16 @@
 export { jsonlFileSource } from './jsonl-file-source.ts';
-export type { JsonlFileSourceOptions, JsonlFollowOptions, JsonlFileReader } from './jsonl-file-source.ts';
+export type { JsonlFileSource, JsonlFileSourceOptions, JsonlFollowOptions, JsonlFileReader } from './jsonl-file-source.ts';
 export type { JsonlFileSplit } from './jsonl-file-split.ts';
 export type { JsonlSourceCounters } from './jsonl-split-reader.ts';
 export type { DeadLetter } from './dead-letter-file.ts';
 export { generatorSource } from './generator-source.ts';
-export type { GeneratorSourceOptions, GeneratorSplit, RecordGenerator, Transaction } from './generator-source.ts';
+export type {
+  GeneratorSource,
+  GeneratorSourceOptions,
+  GeneratorSplit,
+  RecordGenerator,
+  Transaction,
+} from './generator-source.ts';
 export { printSink } from './print-sink.ts';
 export type { PrintSinkOptions, PrintStream } from './print-sink.ts';
 export { jsonlFileSink } from './jsonl-file-sink.ts';

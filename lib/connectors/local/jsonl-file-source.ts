@@ -90,13 +90,19 @@ export interface JsonlFileReader<T> extends SourceReader<T, JsonlFileSplit> {
   readonly counters: Readonly<JsonlSourceCounters>;
 }
 
+/** The JSONL source, with its reader type spelled out (handy when driving readers directly). */
+export interface JsonlFileSource<T> extends Source<T, JsonlFileSplit> {
+  createSplits(ctx: SplitEnumeratorContext): Promise<JsonlFileSplit[]>;
+  createReader(splits: JsonlFileSplit[], ctx: SourceReaderContext): JsonlFileReader<T>;
+}
+
 /**
  * Reads JSON Lines files. Bounded mode cuts files into byte-range splits; follow mode tails each file. Batch
  * offsets are byte offsets of line starts in the file; timestamps are NO_TIMESTAMP (assign them with a
  * WatermarkStrategy). Blank lines are skipped. A missing input is a ConfigError naming the path.
  * Bounded unless `follow` is set without an idle timeout.
  */
-export function jsonlFileSource<T = unknown>(options: JsonlFileSourceOptions<T>): Source<T, JsonlFileSplit> {
+export function jsonlFileSource<T = unknown>(options: JsonlFileSourceOptions<T>): JsonlFileSource<T> {
   const opts = compile(options);
   return {
     name: options.name ?? `jsonl:${opts.path}`,

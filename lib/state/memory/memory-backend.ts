@@ -255,7 +255,10 @@ export class MemoryKeyedStateBackend implements KeyedStateBackend {
   }
 
   /** Returns the cached handle for the name, or creates it (converting entries restored before it existed). */
-  private register<H>(descriptor: StateDescriptor, create: (table: StateTable, ttl: TtlPolicy | undefined) => H): H {
+  private register<H>(
+    descriptor: Pick<StateDescriptor, 'name' | 'kind' | 'ttl'>,
+    create: (table: StateTable, ttl: TtlPolicy | undefined) => H,
+  ): H {
     const existing = this.registrations.get(descriptor.name);
     if (existing !== undefined) {
       if (existing.kind !== descriptor.kind) {

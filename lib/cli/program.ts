@@ -1,0 +1,75 @@
+import { Command, type Option } from 'commander';
+import type { FlagSpecs, JobDefinition } from '../api/job.ts';
+import { COMMON_FLAGS } from './common-flags.ts';
+import { flagOptions } from './flag-options.ts';
+import type { RawFlagValue } from './flag-values.ts';
+
+/** What `sluice run` was asked to do, before the flag values are checked. */
+export interface RunRequest {
+  readonly jobPath: string;
+  readonly common: Record<string, RawFlagValue>;
+  readonly job: Record<string, RawFlagValue>;
+}
+
+export interface ProgramOutput {
+  writeOut(text: string): void;
+  writeErr(text: string): void;
+}
+
+export interface ProgramSpec {
+  readonly version: string;
+  /** The job named on the command line, when it could be loaded: its flags become options of `run`. */
+  readonly job: JobDefinition | undefined;
+  readonly output: ProgramOutput;
+  /** Called with the parsed `run` command; the caller validates and runs it. */
+  readonly onRun: (request: RunRequest) => void;
+}
+
+function addFlags(command: Command, specs: FlagSpecs, heading: string): Map<string, Option[]> {
+  const byKey = new Map<string, Option[]>();
+  for (const [key, spec] of Object.entries(specs)) {
+    const options = flagOptions(key, spec);
+    for (const option of options) command.addOption(option.helpGroup(heading));
+    byKey.set(key, options);
+  }
+  return byKey;
+}
+
+function rawValues(command: Command, byKey: Map<string, Option[]>): Record<string, RawFlagValue> {
+  const opts = command.opts<Record<string, RawFlagValue>>();
+  const raw: Record<string, RawFlagValue> = {};
+  for (const [key, options] of byKey) raw[key] = opts[(options[0] as Option).attributeName()];
+  return raw;
+}
+
+/**
+ * The `sluice` command line. Commander parses; it neither converts nor defaults flag values (parseFlagValues
+ * does), and it never exits the process: errors and help surface as CommanderError through exitOverride.
+ */
+export function buildProgram(spec: ProgramSpec): Command {
+  const program = new Command('sluice')
+    .description('Sluice: stateful stream processing in TypeScript (event time, windows, keyed state)')
+    .version(spec.version, '-V, --version')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => spec.output.writeOut(s), writeErr: (s) => spec.output.writeErr(s) })
+    .showHelpAfterError('(add --help for usage)');
+
+  const job = spec.job;
+  const run = program
+    .command('run')
+    .summary('run a job module on worker threads')
+    .description(
+      job === undefined
+        ? 'Run a job module (its default export is defineJob({...})) until its input ends.'
+        : `Run job "${job.name}"${job.description === undefined ? '' : `: ${job.description}`}`,
+    )
+    .argument('<job>', 'path of the job module (.ts or .js)')
+    .helpOption('-h, --help', 'show the common flags and the flags of the job');
+  const common = addFlags(run, COMMON_FLAGS, 'Common flags:');
+  const jobFlags = job === undefined ? new Map<string, Option[]>() : addFlags(run, job.flags, `Job flags (${job.name}):`);
+  if (job === undefined) run.addHelpText('after', '\nJob flags: "sluice run <job> --help" lists the flags of that job.');
+  run.action((jobPath: string, _opts: unknown, command: Command) => {
+    spec.onRun({ jobPath, common: rawValues(command, common), job: rawValues(command, jobFlags) });
+  });
+  return program;
+}

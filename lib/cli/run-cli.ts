@@ -1,0 +1,112 @@
+import { resolve } from 'node:path';
+import { CommanderError } from 'commander';
+import { ConfigError } from '../core/index.ts';
+import type { JobDefinition } from '../api/job.ts';
+import { compileJobOptions, type JobOptions } from '../api/job-options.ts';
+import type { JobResult } from '../runtime/job-result.ts';
+import type { ThreadedRunOptions } from '../runtime/threads/thread-runner.ts';
+import { COMMON_FLAGS, RESERVED_FLAG_KEYS } from './common-flags.ts';
+import { ExitCode } from './exit-codes.ts';
+import { flagLabel } from './flag-names.ts';
+import { checkFlagSpecs } from './flag-specs.ts';
+import { FlagValueError, parseFlagValues } from './flag-values.ts';
+import { findJobArgument } from './job-argument.ts';
+import { buildProgram, type RunRequest } from './program.ts';
+import { exitCodeOf, formatFailure, formatSummary } from './report.ts';
+
+/** What the command needs from the outside world; main.ts passes the real ones, tests pass fakes. */
+export interface CliDeps {
+  readonly version: string;
+  loadJob(modulePath: string): Promise<JobDefinition>;
+  runJob(options: ThreadedRunOptions): Promise<JobResult>;
+  /** Writes text as is (help goes here). */
+  stdout(text: string): void;
+  /** Writes text as is (errors and the summary go here). */
+  stderr(text: string): void;
+}
+
+const COMMON_OPTIONS_WITH_VALUE: ReadonlySet<string> = new Set(Object.keys(COMMON_FLAGS).map(flagLabel));
+
+async function loadCheckedJob(deps: CliDeps, path: string): Promise<JobDefinition> {
+  let job: JobDefinition;
+  try {
+    job = await deps.loadJob(path);
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new ConfigError(`cannot load job module ${path}: ${reason}`, { cause: err });
+  }
+  checkFlagSpecs(job.name, job.flags, RESERVED_FLAG_KEYS);
+  return job;
+}
+
+function toJobOptions(common: Record<string, unknown>): JobOptions {
+  const options: JobOptions = { parallelism: common['parallelism'] as number, maxParallelism: common['maxParallelism'] as number };
+  try {
+    compileJobOptions(options);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new ConfigError(`${err.message} (set by --parallelism / --max-parallelism)`, { cause: err });
+    throw err;
+  }
+  return options;
+}
+
+/**
+ * The `sluice` command: `sluice run <job> [flags]`. Loads the job module first (its flags become options),
+ * parses and checks every flag, runs the job on worker threads and prints a summary. Never exits the process:
+ * returns the exit code (0 finished, 1 job failed, 2 bad usage or configuration).
+ */
+export async function runCli(argv: readonly string[], deps: CliDeps): Promise<ExitCode> {
+  const printLines = (lines: string[]): void => deps.stderr(lines.map((l) => `${l}\n`).join(''));
+  const jobArg = argv[0] === 'run' ? findJobArgument(argv.slice(1), COMMON_OPTIONS_WITH_VALUE) : undefined;
+  let job: JobDefinition | undefined;
+  if (jobArg !== undefined) {
+    try {
+      job = await loadCheckedJob(deps, jobArg);
+    } catch (err) {
+      printLines(formatFailure(jobArg, err));
+      return ExitCode.usage;
+    }
+  }
+
+  let request: RunRequest | undefined;
+  const program = buildProgram({
+    version: deps.version,
+    job,
+    output: { writeOut: deps.stdout, writeErr: deps.stderr },
+    onRun: (r) => {
+      request = r;
+    },
+  });
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
+    throw err;
+  }
+  if (request === undefined) return ExitCode.ok;
+  if (job === undefined || request.jobPath !== jobArg) {
+    printLines([`error: give the job module right after "run": sluice run <job> [flags] (got ${JSON.stringify(request.jobPath)})`]);
+    return ExitCode.usage;
+  }
+
+  let flags: Record<string, unknown>;
+  let jobOptions: JobOptions;
+  try {
+    jobOptions = toJobOptions(parseFlagValues(COMMON_FLAGS, request.common));
+    flags = parseFlagValues(job.flags, request.job);
+  } catch (err) {
+    const problems = err instanceof FlagValueError ? err.problems : [err instanceof Error ? err.message : String(err)];
+    printLines([...problems.map((p) => `error: ${p}`), `(run "sluice run ${jobArg} --help" to list the flags)`]);
+    return ExitCode.usage;
+  }
+
+  try {
+    const result = await deps.runJob({ modulePath: resolve(request.jobPath), flags, jobOptions });
+    printLines([formatSummary(job.name, result)]);
+    return ExitCode.ok;
+  } catch (err) {
+    printLines(formatFailure(job.name, err));
+    return exitCodeOf(err);
+  }
+}
