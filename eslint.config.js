@@ -1,12 +1,16 @@
 import tseslint from 'typescript-eslint';
-import importX from 'eslint-plugin-import-x';
+import importX, { createNodeResolver } from 'eslint-plugin-import-x';
 
 export default tseslint.config(
   { ignores: ['node_modules/**', 'coverage/**', '.sluice/**', 'out/**'] },
   ...tseslint.configs.recommended,
+  importX.flatConfigs.typescript,
   {
     files: ['**/*.ts'],
-    plugins: { 'import-x': importX },
+    settings: {
+      // Imports name their .ts files explicitly, so Node's own resolution finds every module.
+      'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.js', '.mjs'] })],
+    },
     rules: {
       'import-x/no-cycle': ['error', { maxDepth: Infinity }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],

@@ -184,24 +184,21 @@ export class OperatorChain {
     const writers = this.setup.writers.get(nodeId) ?? { main: [], side: new Map<string, RecordWriter[]>() };
     const main = writers.main;
     const allOfNode = [...main, ...[...writers.side.values()].flat()];
-    const chain = this;
     return {
-      emit(batch: RecordBatch<unknown>): void {
-        const next = chain.slots[nextIndex];
-        if (next !== undefined) chain.track(next.operator.processBatch(batch, 0));
+      emit: (batch: RecordBatch<unknown>): void => {
+        const next = this.slots[nextIndex];
+        if (next !== undefined) this.track(next.operator.processBatch(batch, 0));
         for (let i = 0; i < main.length; i++) main[i]!.emit(batch);
       },
-      emitWatermark(timestamp: number): void {
-        if (chain.slots[nextIndex] !== undefined) chain.deliverWatermark(nextIndex, timestamp);
+      emitWatermark: (timestamp: number): void => {
+        if (this.slots[nextIndex] !== undefined) this.deliverWatermark(nextIndex, timestamp);
         for (const w of allOfNode) w.broadcast({ kind: 'watermark', timestamp });
       },
-      emitSide<S>(tag: OutputTag<S>, batch: RecordBatch<S>): void {
+      emitSide: <S>(tag: OutputTag<S>, batch: RecordBatch<S>): void => {
         const side = writers.side.get(tag.id);
         if (side !== undefined) for (const w of side) w.emit(batch);
       },
-      markIdle(idle: boolean): void {
-        chain.markIdle(idle);
-      },
+      markIdle: (idle: boolean): void => this.markIdle(idle),
     };
   }
 

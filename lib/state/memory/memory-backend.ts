@@ -68,6 +68,9 @@ interface Registration {
  * in them. Values (and accumulators) must be treated as immutable once handed to state: a ReduceFunction or
  * AggregateFunction that mutates its accumulator in place and returns it would change a snapshot taken earlier.
  * Return a new object instead.
+ *
+ * TTL: expired entries are removed when touched through a handle and left out of snapshots; `keys()` and
+ * `entryCount()` count entries that have expired but were not touched yet.
  */
 export class MemoryKeyedStateBackend implements KeyedStateBackend {
   readonly keyGroupRange: KeyGroupRange;

@@ -1,0 +1,123 @@
+/**
+ * Per-account transaction totals in tumbling event-time windows.
+ *
+ *   npx sluice run examples/fraud-detection.ts --input FILE --output DIR [--parallelism N] [--max-delay-ms 5000]
+ *     [--window-ms 10000] [--late-output FILE] [--dead-letter FILE]
+ *
+ * Input: JSON lines {"account":"a-17","amountCents":1250,"ts":1700000000123} (ts = event time, epoch ms); a file
+ * or a directory of *.jsonl files.
+ * Output: DIR/part-<subtask>-<n>.jsonl, one line per account and window:
+ *   {"account":"a-17","windowStart":1700000000000,"windowEnd":1700000010000,"count":3,"totalCents":3750}
+ * In-progress files are hidden ('.'-prefixed) until complete; DIR holds nothing else.
+ * Late events (their window had already fired: more than --max-delay-ms behind the watermark) are written as
+ * the original records to --late-output; without it they are counted and the count is printed on stderr.
+ * Malformed lines (bad JSON, or fields missing or of the wrong type) go to --dead-letter as
+ * {"file","line","offset","error","raw"}; without it they are skipped, and each input split prints their count on
+ * stderr. Neither file defaults to a path inside DIR, so DIR can be read as the input of another job.
+ */
+import {
+  OutputTag,
+  TumblingEventTimeWindows,
+  WatermarkStrategy,
+  defineJob,
+  jsonlFileSink,
+  jsonlFileSource,
+  type AggregateFunction,
+} from 'sluice';
+import { lateEventsSink } from './support/late-events-sink.ts';
+
+export interface Transaction {
+  readonly account: string;
+  readonly amountCents: number;
+  /** Event time, epoch ms. */
+  readonly ts: number;
+}
+
+export interface AccountWindowTotal {
+  readonly account: string;
+  readonly windowStart: number;
+  readonly windowEnd: number;
+  readonly count: number;
+  readonly totalCents: number;
+}
+
+interface Totals {
+  readonly count: number;
+  readonly totalCents: number;
+}
+
+/** Checks one parsed input line; a throw sends the line to the dead letters. Keeps the record as it was read. */
+export function parseTransaction(value: unknown): Transaction {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new Error('expected an object {"account", "amountCents", "ts"}');
+  }
+  const { account, amountCents, ts } = value as Record<string, unknown>;
+  if (typeof account !== 'string' || account.length === 0) throw new Error('"account" must be a non-empty string');
+  if (typeof amountCents !== 'number' || !Number.isFinite(amountCents)) throw new Error('"amountCents" must be a finite number');
+  if (typeof ts !== 'number' || !Number.isFinite(ts)) throw new Error('"ts" must be a finite number (epoch milliseconds)');
+  return value as Transaction;
+}
+
+/** Accumulators are state: never mutated, a new one per record. */
+const countAndSum: AggregateFunction<Transaction, Totals, Totals> = {
+  createAccumulator: () => ({ count: 0, totalCents: 0 }),
+  add: (t, acc) => ({ count: acc.count + 1, totalCents: acc.totalCents + t.amountCents }),
+  getResult: (acc) => acc,
+  merge: (a, b) => ({ count: a.count + b.count, totalCents: a.totalCents + b.totalCents }),
+};
+
+export default defineJob({
+  name: 'fraud-detection',
+  description: 'per-account transaction count and total in tumbling event-time windows',
+  flags: {
+    input: { type: 'string', required: true, description: 'JSONL file, or directory of *.jsonl files, of {account, amountCents, ts}' },
+    output: { type: 'string', required: true, description: 'directory for the part-*.jsonl window totals' },
+    maxDelayMs: {
+      type: 'number',
+      integer: true,
+      min: 0,
+      default: 5000,
+      description: 'how far (ms) events may arrive out of order before they are late',
+    },
+    windowMs: { type: 'number', integer: true, min: 1, default: 10000, description: 'window size in ms' },
+    lateOutput: {
+      type: 'string',
+      description: 'JSONL file for late events (the original records); default: count them on stderr only',
+    },
+    deadLetter: {
+      type: 'string',
+      description: 'JSONL file for malformed input lines, with file and line number; default: count them on stderr only',
+    },
+  },
+  build(env, flags) {
+    const transactions = env.fromSource(
+      jsonlFileSource<Transaction>({ path: flags.input, deadLetterPath: flags.deadLetter, parse: parseTransaction }),
+      WatermarkStrategy.forBoundedOutOfOrderness<Transaction>(flags.maxDelayMs).withTimestampAssigner((t) => t.ts),
+      'transactions',
+    );
+    const late = new OutputTag<Transaction>('late-transactions');
+    const totals = transactions
+      .keyBy((t) => t.account)
+      .window(TumblingEventTimeWindows.of(flags.windowMs))
+      .sideOutputLateData(late)
+      .aggregate(
+        countAndSum,
+        (sum, account, window): AccountWindowTotal => ({
+          account,
+          windowStart: window.start,
+          windowEnd: window.end,
+          count: sum.count,
+          totalCents: sum.totalCents,
+        }),
+        'account totals',
+      );
+    totals.sinkTo(jsonlFileSink<AccountWindowTotal>({ dir: flags.output }), 'window totals');
+    totals
+      .getSideOutput(late)
+      .sinkTo(
+        lateEventsSink<Transaction>({ jobName: 'fraud-detection', path: flags.lateOutput, keepHint: 'pass --late-output FILE to keep them' }),
+        'late events',
+      )
+      .setParallelism(1);
+  },
+});
