@@ -87,8 +87,9 @@ export function deployTasks(setup: DeploymentSetup): DeployedTask[] {
     if (p === undefined) throw new SluiceError('INTERNAL', `no port for channel ${key} on thread ${thread}`);
     return p;
   };
+  // A cross-thread channel's credits come back only when the other thread's event loop turns: allow more in flight.
   const sender = (key: string, to: number): ChannelSender =>
-    threadOf(to) === thread ? localChannel(key) : new PortSender(port(key), options.channelCapacity);
+    threadOf(to) === thread ? localChannel(key) : new PortSender(port(key), 4 * options.channelCapacity);
   const receiver = (key: string, from: number): ChannelReceiver =>
     threadOf(from) === thread ? localChannel(key) : new PortReceiver(port(key));
 

@@ -52,7 +52,12 @@ export async function runOnThreads(options: ThreadedRunOptions): Promise<JobResu
       splits: [...splits.entries()],
       ports: portsOf[thread]!,
     };
-    const worker = new Worker(BOOTSTRAP, { workerData: init, transferList: Object.values(portsOf[thread]!) });
+    const worker = new Worker(BOOTSTRAP, {
+      workerData: init,
+      transferList: Object.values(portsOf[thread]!),
+      // A larger young generation: batches are short-lived garbage, and scavenges dominate otherwise.
+      resourceLimits: { maxYoungGenerationSizeMb: 16 },
+    });
     workers.push(worker);
     return new Promise<TaskMetrics[]>((resolve, reject) => {
       let settled = false;

@@ -199,12 +199,13 @@ describe('window operator vs. brute-force model (processing time)', () => {
           for (const [index, b] of raw.entries()) {
             now += b.arriveAfter;
             h.clock.set(now);
+            const arrival = now;
             const values = b.events.map((e) => ({ ...e, id: id++ }));
             await h.processBatch(batchOf(values, values.map(() => NO_TIMESTAMP)));
             now += b.wakeAfter;
             await h.setProcessingTime(now);
             const last = index === raw.length - 1;
-            batches.push({ values, timestamps: values.map(() => h.clock.now() - b.wakeAfter), watermark: last ? Infinity : now });
+            batches.push({ values, timestamps: values.map(() => arrival), watermark: last ? Infinity : now });
           }
           await h.finish();
           const model = runWindowModel({ assigner: modelAssigner, allowedLateness: 0, keySelector: (e: Ev) => e.key, batches });

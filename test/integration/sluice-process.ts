@@ -1,0 +1,30 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const SLUICE = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
+
+export interface SluiceRun {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Starts `node bin/sluice.js <args>` in the repository root. */
+export function startSluice(args: readonly string[]): { child: ChildProcess; done: Promise<SluiceRun> } {
+  const child = spawn(process.execPath, [SLUICE, ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+  child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+  const done = new Promise<SluiceRun>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+  return { child, done };
+}
+
+export function runSluice(args: readonly string[]): Promise<SluiceRun> {
+  return startSluice(args).done;
+}
