@@ -244,7 +244,7 @@ export class WindowedStream<T, K extends Key> {
 
   /** Keeps event-time windows open this long after they fire; late records update and re-fire them. @default 0 */
   allowedLateness(ms: number): this {
-    if (!Number.isFinite(ms) || ms < 0) throw new ConfigError(`allowedLateness must be a number >= 0, got ${ms}`);
+    if (!Number.isInteger(ms) || ms < 0) throw new ConfigError(`allowedLateness must be a whole number of milliseconds >= 0, got ${ms}`);
     this.lateness = ms;
     return this;
   }

@@ -60,5 +60,5 @@ export async function runChainTask(setup: ChainTaskSetup): Promise<void> {
     if (++iterations % YIELD_EVERY === 0) await yieldToEventLoop();
   }
   await chain.endInput();
-  chain.finishOutputs();
+  await chain.finishOutputs();
 }

@@ -129,9 +129,10 @@ export class OperatorChain {
     }
   }
 
-  /** Sends end-of-input downstream on every edge. */
-  finishOutputs(): void {
+  /** Sends end-of-input downstream on every edge and waits until all of it has left this thread. */
+  async finishOutputs(): Promise<void> {
     for (const w of this.allWriters) w.broadcast({ kind: 'end' });
+    for (const w of this.allWriters) await w.flushed();
   }
 
   async drain(): Promise<void> {

@@ -96,6 +96,10 @@ export class RecordWriter {
     return false;
   }
 
+  async flushed(): Promise<void> {
+    for (const s of this.senders) await s.flushed();
+  }
+
   async awaitCapacity(): Promise<void> {
     for (const s of this.senders) if (s.blocked) await s.awaitCapacity();
   }

@@ -77,7 +77,7 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
     chain.pushWatermark(MAX_WATERMARK);
     await chain.drain();
     await chain.endInput();
-    chain.finishOutputs();
+    await chain.finishOutputs();
   } finally {
     await reader?.close();
   }

@@ -8,6 +8,8 @@ export interface ChannelSender {
   send(element: StreamElement<unknown>): void;
   readonly blocked: boolean;
   awaitCapacity(): Promise<void>;
+  /** Resolves once everything sent has left this thread (a task must not end before: its thread may be stopped). */
+  flushed(): Promise<void>;
 }
 
 /** The receiving end. `poll` takes the next element if one is there; `setListener` is told when one arrives. */

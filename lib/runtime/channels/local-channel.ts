@@ -30,6 +30,11 @@ export class LocalChannel implements ChannelSender, ChannelReceiver {
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
+  /** The queue lives in this thread: what was sent is already where the consumer reads it. */
+  flushed(): Promise<void> {
+    return Promise.resolve();
+  }
+
   poll(): StreamElement<unknown> | undefined {
     if (this.head >= this.queue.length) return undefined;
     const element = this.queue[this.head++];

@@ -27,6 +27,7 @@ export class PortSender implements ChannelSender {
   private inFlight = 0;
   private pending: StreamElement<unknown>[] = [];
   private waiters: (() => void)[] = [];
+  private flushWaiters: (() => void)[] = [];
 
   constructor(
     private readonly port: MessagePort,
@@ -54,9 +55,10 @@ export class PortSender implements ChannelSender {
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
-  /** Lets the thread exit once the last element is sent. */
-  unref(): void {
-    this.port.unref();
+  /** Elements wait in `pending` until the receiver returns credit; they must be posted before the thread ends. */
+  flushed(): Promise<void> {
+    if (this.pending.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.flushWaiters.push(resolve));
   }
 
   private post(element: StreamElement<unknown>): void {
@@ -73,6 +75,11 @@ export class PortSender implements ChannelSender {
     let i = 0;
     while (i < this.pending.length && this.inFlight < this.capacity) this.post(this.pending[i++]!);
     if (i > 0) this.pending = this.pending.slice(i);
+    if (this.pending.length === 0 && this.flushWaiters.length > 0) {
+      const flushWaiters = this.flushWaiters;
+      this.flushWaiters = [];
+      for (const w of flushWaiters) w();
+    }
     if (!this.blocked && this.waiters.length > 0) {
       const waiters = this.waiters;
       this.waiters = [];
@@ -81,7 +88,10 @@ export class PortSender implements ChannelSender {
   }
 }
 
+const CREDIT_GROUP = 4;
+
 export class PortReceiver implements ChannelReceiver {
+  private owed = 0;
   private queue: StreamElement<unknown>[] = [];
   private head = 0;
   private listener: (() => void) | undefined;
@@ -104,8 +114,17 @@ export class PortReceiver implements ChannelReceiver {
       this.queue = [];
       this.head = 0;
     }
-    if (element.kind === 'end') this.port.unref();
-    else this.port.postMessage({ credit: 1 } satisfies Wire);
+    if (element.kind === 'end') {
+      this.port.unref();
+      return element;
+    }
+    // Credits go back in groups (a message per element would cost as much as the element), and at once when the
+    // queue runs dry so that the sender is never left waiting for credit that is held here.
+    this.owed++;
+    if (this.owed >= CREDIT_GROUP || this.head === 0) {
+      this.port.postMessage({ credit: this.owed } satisfies Wire);
+      this.owed = 0;
+    }
     return element;
   }
 

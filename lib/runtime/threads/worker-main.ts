@@ -41,5 +41,6 @@ try {
   const cause = err instanceof Error && err.cause !== undefined && err.name === 'JobFailedError' ? err.cause : err;
   report = { type: 'failed', error: serializeError(cause) };
 }
+// Ports stay open: the coordinating thread stops every worker once all have reported, so no message in flight to a
+// slower thread is cut off by this one closing its end.
 parentPort!.postMessage(report);
-for (const port of Object.values(init.ports)) port.close();
