@@ -8,14 +8,14 @@ export const COMMON_FLAGS = {
     integer: true,
     min: 1,
     default: 1,
-    description: 'Subtasks per operator; subtask i of every operator runs on worker thread i',
+    description: 'subtasks per operator; subtask i of every operator runs on worker thread i',
   },
   maxParallelism: {
     type: 'number',
     integer: true,
     min: 1,
     default: DEFAULT_MAX_PARALLELISM,
-    description: 'Number of key groups: the highest parallelism keyed operators can ever use (fixed for the life of the job state)',
+    description: 'number of key groups: the highest parallelism keyed operators can ever use (fixed for the life of the job state)',
   },
 } as const satisfies FlagSpecs;
 

@@ -19,7 +19,7 @@ export interface ProgramOutput {
 export interface ProgramSpec {
   readonly version: string;
   /** The job named on the command line, when it could be loaded: its flags become options of `run`. */
-  readonly job: JobDefinition | undefined;
+  readonly job: { readonly path: string; readonly definition: JobDefinition } | undefined;
   readonly output: ProgramOutput;
   /** Called with the parsed `run` command; the caller validates and runs it. */
   readonly onRun: (request: RunRequest) => void;
@@ -52,9 +52,9 @@ export function buildProgram(spec: ProgramSpec): Command {
     .version(spec.version, '-V, --version')
     .exitOverride()
     .configureOutput({ writeOut: (s) => spec.output.writeOut(s), writeErr: (s) => spec.output.writeErr(s) })
-    .showHelpAfterError('(add --help for usage)');
+    .showHelpAfterError('(run "sluice --help" for usage)');
 
-  const job = spec.job;
+  const job = spec.job?.definition;
   const run = program
     .command('run')
     .summary('run a job module on worker threads')
@@ -64,7 +64,10 @@ export function buildProgram(spec: ProgramSpec): Command {
         : `Run job "${job.name}"${job.description === undefined ? '' : `: ${job.description}`}`,
     )
     .argument('<job>', 'path of the job module (.ts or .js)')
-    .helpOption('-h, --help', 'show the common flags and the flags of the job');
+    .helpOption('-h, --help', 'show the common flags and the flags of the job')
+    .showHelpAfterError(
+      spec.job === undefined ? '(run "sluice run --help" for usage)' : `(run "sluice run ${spec.job.path} --help" to list the flags)`,
+    );
   const common = addFlags(run, COMMON_FLAGS, 'Common flags:');
   const jobFlags = job === undefined ? new Map<string, Option[]>() : addFlags(run, job.flags, `Job flags (${job.name}):`);
   if (job === undefined) run.addHelpText('after', '\nJob flags: "sluice run <job> --help" lists the flags of that job.');

@@ -72,7 +72,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Ex
   let request: RunRequest | undefined;
   const program = buildProgram({
     version: deps.version,
-    job,
+    job: job === undefined || jobArg === undefined ? undefined : { path: jobArg, definition: job },
     output: { writeOut: deps.stdout, writeErr: deps.stderr },
     onRun: (r) => {
       request = r;
@@ -90,13 +90,20 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Ex
     return ExitCode.usage;
   }
 
-  let flags: Record<string, unknown>;
-  let jobOptions: JobOptions;
-  try {
-    jobOptions = toJobOptions(parseFlagValues(COMMON_FLAGS, request.common));
-    flags = parseFlagValues(job.flags, request.job);
-  } catch (err) {
-    const problems = err instanceof FlagValueError ? err.problems : [err instanceof Error ? err.message : String(err)];
+  const problems: string[] = [];
+  const check = <T>(parse: () => T): T | undefined => {
+    try {
+      return parse();
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push(...(err instanceof FlagValueError ? err.problems : [err.message]));
+      return undefined;
+    }
+  };
+  const raw = request;
+  const jobOptions = check(() => toJobOptions(parseFlagValues(COMMON_FLAGS, raw.common)));
+  const flags = check(() => parseFlagValues(job.flags, raw.job));
+  if (jobOptions === undefined || flags === undefined) {
     printLines([...problems.map((p) => `error: ${p}`), `(run "sluice run ${jobArg} --help" to list the flags)`]);
     return ExitCode.usage;
   }

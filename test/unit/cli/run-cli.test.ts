@@ -73,7 +73,7 @@ describe('sluice run', () => {
     const help = text(h.out);
     expect(help).toContain('Run job "totals": sums things');
     expect(help).toContain('Common flags:');
-    expect(help).toMatch(/--parallelism <number>\s+Subtasks per operator/);
+    expect(help).toMatch(/--parallelism <number>\s+subtasks per operator/);
     expect(help).toContain('Job flags (totals):');
     expect(help).toMatch(/--input <value>\s+input file \(required\)/);
     expect(help).toMatch(/--window-ms <number>\s+window size \(integer >= 1; default: 10000\)/);
@@ -94,7 +94,7 @@ describe('sluice run', () => {
     const h = harness();
     expect(await runCli(['run', 'jobs/totals.ts', '--input', 'x', '--windw-ms', '5'], h.deps)).toBe(ExitCode.usage);
     expect(text(h.err)).toMatch(/error: unknown option '--windw-ms'/);
-    expect(text(h.err)).toContain('--help');
+    expect(text(h.err)).toContain('(run "sluice run jobs/totals.ts --help" to list the flags)');
     expect(h.runs).toHaveLength(0);
   });
 
@@ -160,5 +160,22 @@ describe('sluice run', () => {
         '',
       ].join('\n'),
     );
+  });
+});
+
+describe('sluice run flag problems', () => {
+  it('reports bad common flags and bad job flags together', async () => {
+    const h = harness();
+    expect(await runCli(['run', 'jobs/totals.ts', '--parallelism', 'two', '--window-ms', '0'], h.deps)).toBe(ExitCode.usage);
+    expect(text(h.err)).toBe(
+      [
+        'error: --parallelism must be an integer >= 1, got "two"',
+        'error: missing required flag --input (input file)',
+        'error: --window-ms must be an integer >= 1, got "0"',
+        '(run "sluice run jobs/totals.ts --help" to list the flags)',
+        '',
+      ].join('\n'),
+    );
+    expect(h.runs).toHaveLength(0);
   });
 });
