@@ -1,4 +1,5 @@
-import { UserFunctionError, originAt, type RecordBatch } from '../core/index.ts';
+import type { RecordBatch } from '../core/index.ts';
+import { assignTimestamps } from '../operators/basic/assign-timestamps.ts';
 import type { WatermarkGenerator, WatermarkStrategy } from '../api/watermark-strategy.ts';
 
 interface SplitState {
@@ -39,29 +40,7 @@ export class SplitWatermarks {
     const s = this.state(batch.split, now);
     s.lastRecordAt = now;
     s.idle = false;
-    const assigner = this.strategy.timestampAssigner;
-    const values = batch.values;
-    const generator = s.generator;
-    let timestamps = batch.timestamps;
-    let i = 0;
-    try {
-      if (assigner !== undefined) {
-        timestamps = new Array<number>(values.length);
-        for (; i < values.length; i++) {
-          const ts = assigner(values[i], batch.timestamps[i] as number);
-          if (typeof ts !== 'number' || Number.isNaN(ts)) {
-            throw new TypeError(`timestamp assigner returned ${String(ts)}; it must return epoch milliseconds as a number`);
-          }
-          timestamps[i] = ts;
-          generator.onEvent(values[i], ts);
-        }
-      } else {
-        for (; i < values.length; i++) generator.onEvent(values[i], timestamps[i] as number);
-      }
-    } catch (err) {
-      throw new UserFunctionError(this.operatorName, this.subtask, originAt(batch, i), err);
-    }
-    return timestamps === batch.timestamps ? batch : { ...batch, timestamps };
+    return assignTimestamps(batch, this.strategy.timestampAssigner, s.generator, this.operatorName, this.subtask);
   }
 
   markFinished(splitId: string): void {

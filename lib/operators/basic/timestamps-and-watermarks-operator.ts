@@ -1,4 +1,5 @@
-import { MAX_WATERMARK, UserFunctionError, originAt, type RecordBatch } from '../../core/index.ts';
+import { MAX_WATERMARK, type RecordBatch } from '../../core/index.ts';
+import { assignTimestamps } from './assign-timestamps.ts';
 import type { WatermarkGenerator, WatermarkStrategy } from '../../api/watermark-strategy.ts';
 import type { Operator, OperatorContext } from '../operator.ts';
 import type { IdleAwareOutput, Output } from '../output.ts';
@@ -30,34 +31,11 @@ export class TimestampsAndWatermarksOperator<T> implements Operator<T, T> {
   }
 
   processBatch(batch: RecordBatch<T>): void {
-    const assigner = this.strategy.timestampAssigner;
-    const generator = this.generator;
-    const values = batch.values;
-    const n = values.length;
-    let timestamps = batch.timestamps;
-    let i = 0;
-    try {
-      if (assigner !== undefined) {
-        const assigned = new Array<number>(n);
-        for (; i < n; i++) {
-          const ts = assigner(values[i] as T, timestamps[i] as number);
-          if (typeof ts !== 'number' || Number.isNaN(ts)) {
-            throw new TypeError(`timestamp assigner returned ${String(ts)}; it must return epoch milliseconds as a number`);
-          }
-          assigned[i] = ts;
-          generator.onEvent(values[i] as T, ts);
-        }
-        timestamps = assigned;
-      } else {
-        for (; i < n; i++) generator.onEvent(values[i] as T, timestamps[i] as number);
-      }
-    } catch (err) {
-      throw new UserFunctionError(this.name, this.ctx.subtask, originAt(batch, i), err);
-    }
+    const stamped = assignTimestamps(batch, this.strategy.timestampAssigner, this.generator, this.name, this.ctx.subtask);
     if (this.idle) this.setIdle(false);
     this.lastRecordAt = this.ctx.clock.now();
-    this.output.emit(timestamps === batch.timestamps ? batch : { ...batch, timestamps });
-    const wm = generator.currentWatermark();
+    this.output.emit(stamped);
+    const wm = this.generator.currentWatermark();
     if (wm > this.emitted) {
       this.emitted = wm;
       this.output.emitWatermark(wm);
