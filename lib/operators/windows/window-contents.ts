@@ -9,11 +9,9 @@ import type { Key, OutputTag } from '../../core/index.ts';
 import {
   aggregatingState,
   listState,
-  reducingState,
   type AggregateFunction,
   type InternalAggregatingState,
   type InternalListState,
-  type InternalReducingState,
   type KeyedStateBackend,
   type Namespace,
   type ReduceFunction,
@@ -51,48 +49,17 @@ export interface FiringEnv<OUT> {
   currentProcessingTime(): number;
 }
 
-class ReduceContents<IN, K extends Key, OUT> implements WindowContents<K> {
-  private readonly state: InternalReducingState<IN>;
-
-  constructor(
-    backend: KeyedStateBackend,
-    private readonly reduce: ReduceFunction<IN>,
-    private readonly result: WindowResultFunction<K, IN, OUT>,
-    private readonly env: FiringEnv<OUT>,
-  ) {
-    this.state = backend.getReducingState(reducingState<IN>(CONTENTS_STATE, reduce));
-  }
-
-  setNamespace(namespace: Namespace): void {
-    this.state.setCurrentNamespace(namespace);
-  }
-
-  add(value: unknown): boolean {
-    const created = this.state.get() === undefined;
-    this.state.add(value as IN);
-    return created;
-  }
-
-  clear(): void {
-    this.state.clear();
-  }
-
-  mergeNamespaces(target: Namespace, sources: readonly Namespace[]): void {
-    this.state.mergeNamespaces(target, sources);
-  }
-
-  fire(key: K, window: TimeWindow, first: number, step: number, end: number): void {
-    const state = this.state;
-    let reduced: IN | undefined;
-    for (let ns = first; ns < end; ns += step) {
-      state.setCurrentNamespace(ns);
-      const value = state.get();
-      if (value === undefined) continue;
-      reduced = reduced === undefined ? value : this.reduce(reduced, value);
-    }
-    if (reduced === undefined) return;
-    this.env.emitter.push(this.result(reduced, key, window), window.end - 1);
-  }
+/**
+ * A reduce is an aggregate whose accumulator is the reduced value itself (undefined until the first element), so
+ * reduce windows share the aggregate path instead of a copy of it.
+ */
+function reduceAsAggregate<T>(reduce: ReduceFunction<T>): AggregateFunction<T, T | undefined, T> {
+  return {
+    createAccumulator: () => undefined,
+    add: (value, acc) => (acc === undefined ? value : reduce(acc, value)),
+    getResult: (acc) => acc as T,
+    merge: (a, b) => (a === undefined ? b : b === undefined ? a : reduce(a, b)),
+  };
 }
 
 class AggregateContents<IN, ACC, V, K extends Key, OUT> implements WindowContents<K> {
@@ -216,7 +183,7 @@ export function createWindowContents<IN, K extends Key, OUT>(
 ): WindowContents<K> {
   switch (fn.kind) {
     case 'reduce':
-      return new ReduceContents(backend, fn.reduce, fn.result, env);
+      return new AggregateContents(backend, reduceAsAggregate(fn.reduce), fn.result, env);
     case 'aggregate':
       return new AggregateContents(backend, fn.aggregate, fn.result, env);
     case 'process':
