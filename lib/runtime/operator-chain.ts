@@ -33,7 +33,7 @@ export interface ChainSetup {
   readonly chain: readonly OperatorNode[];
   /** Writers per logical node id (the source node, when there is one, included). */
   readonly writers: ReadonlyMap<number, NodeWriters>;
-  /** Logical node feeding the chain head (the source node), whose network writers get what the head... */
+  /** The source node of a vertex that starts with a source: its output feeds the chain head and its own edges. */
   readonly headNodeId: number | undefined;
   readonly services: KeyedServices;
   /** Schedules `run` on the task between elements. */
@@ -207,40 +207,32 @@ export class OperatorChain {
     const slot = this.slots[index]!;
     if (time >= slot.wakeupAt) return;
     slot.wakeupAt = time;
-    if (time >= this.wakeTimerAt) return;
+    this.armWakeTimer();
+  }
+
+  /** One timer per chain, set for the earliest wake-up any operator asked for. */
+  private armWakeTimer(): void {
+    let next = Number.POSITIVE_INFINITY;
+    for (const slot of this.slots) if (slot.wakeupAt < next) next = slot.wakeupAt;
+    if (next >= this.wakeTimerAt) return;
     if (this.wakeTimer !== undefined) clearTimeout(this.wakeTimer);
-    this.wakeTimerAt = time;
-    const delay = Math.max(0, time - this.setup.clock.now());
+    this.wakeTimerAt = next;
     this.wakeTimer = setTimeout(() => {
       this.wakeTimer = undefined;
       this.wakeTimerAt = Number.POSITIVE_INFINITY;
       this.setup.post(() => this.fireWakeups());
-    }, delay);
+    }, Math.max(0, next - this.setup.clock.now()));
   }
 
   private fireWakeups(): void {
     if (this.closed) return;
     const now = this.setup.clock.now();
-    let next = Number.POSITIVE_INFINITY;
     for (const slot of this.slots) {
       if (slot.wakeupAt <= now) {
         slot.wakeupAt = Number.POSITIVE_INFINITY;
         this.track(slot.operator.onProcessingTime?.(now));
       }
     }
-    for (let i = 0; i < this.slots.length; i++) {
-      const at = this.slots[i]!.wakeupAt;
-      if (at < next) next = at;
-    }
-    if (next !== Number.POSITIVE_INFINITY) {
-      // Re-arm for operators whose wake-up is still in the future.
-      for (let i = 0; i < this.slots.length; i++) {
-        const slot = this.slots[i]!;
-        if (slot.wakeupAt === next) {
-          slot.wakeupAt = Number.POSITIVE_INFINITY;
-          this.requestWakeup(i, next);
-        }
-      }
-    }
+    this.armWakeTimer();
   }
 }

@@ -159,17 +159,21 @@ export function deployTasks(setup: DeploymentSetup): DeployedTask[] {
         subtask,
         metrics,
         async run() {
+          let failure: unknown;
           try {
             await body();
           } catch (err) {
-            throw err instanceof SluiceError ? err : new TaskFailedError(name, subtask, err);
-          } finally {
-            try {
-              await chain.close();
-            } finally {
-              gate.close();
-            }
+            failure = err instanceof SluiceError ? err : new TaskFailedError(name, subtask, err);
           }
+          try {
+            await chain.close();
+          } catch (err) {
+            // A failure while closing after a failure is a consequence; report the first one.
+            failure ??= err instanceof SluiceError ? err : new TaskFailedError(name, subtask, err);
+          } finally {
+            gate.close();
+          }
+          if (failure !== undefined) throw failure;
         },
         cancel(reason) {
           abort.abort(reason);

@@ -86,6 +86,44 @@ describe('in-thread runner', () => {
     expect([...sink.values].sort()).toEqual(Array.from({ length: 10 }, (_, i) => `k${i}=40@1000000`).sort());
   });
 
+  it('fires processing-time timers through the task mailbox while the source is still running', async () => {
+    const started = Date.now();
+    let polls = 0;
+    // One batch, then nothing for a while (the timers must fire in that pause), then the end.
+    const source: Source<string> = {
+      name: 'slow',
+      bounded: true,
+      createSplits: () => [{ id: 'only' }],
+      createReader: () => ({
+        poll: () => {
+          polls++;
+          if (polls === 1) return { kind: 'batch', batch: { values: ['a', 'b'], timestamps: [0, 0], split: 'only', offsets: [0, 1] } };
+          return Date.now() - started < 300 ? { kind: 'wait', retryAfterMs: 10 } : { kind: 'end' };
+        },
+        currentSplits: () => [],
+        close() {},
+      }),
+    };
+    const env = new StreamEnvironment({ parallelism: 2 });
+    const sink = collectSink<string>();
+    env
+      .fromSource(source)
+      .keyBy((k) => k)
+      .process<string>({
+        processElement(_v, ctx) {
+          ctx.timerService.registerProcessingTimeTimer(ctx.currentProcessingTime() + 20);
+        },
+        onTimer(_ts, ctx, out) {
+          out.collect(`${ctx.currentKey}:${ctx.timeDomain}`);
+        },
+      })
+      .sinkTo(sink)
+      .setParallelism(2);
+    await runInThisThread(env);
+    // Processing-time timers do not fire at end of input, so these came from wake-ups during the run.
+    expect([...sink.values].sort()).toEqual(['a:processing', 'b:processing']);
+  });
+
   it('connects two streams into a co-process function', async () => {
     const env = new StreamEnvironment({ parallelism: 2 });
     const sink = collectSink<string>();
