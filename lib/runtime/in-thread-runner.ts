@@ -47,6 +47,5 @@ export async function runInThisThread(env: StreamEnvironment, options: InThreadR
     clock,
   });
   await runTasks(tasks);
-  const sources = new Set(plan.vertices.filter((v) => v.source !== undefined).map((v) => v.name));
-  return summarize(started, tasks.map((t) => t.metrics), sources);
+  return summarize(started, tasks.map((t) => t.metrics));
 }

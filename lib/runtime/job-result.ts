@@ -7,8 +7,8 @@ export interface JobResult {
   readonly tasks: TaskMetrics[];
 }
 
-export function summarize(startedAt: number, tasks: TaskMetrics[], sourceVertices: ReadonlySet<string>): JobResult {
+export function summarize(startedAt: number, tasks: TaskMetrics[]): JobResult {
   let sourceRecords = 0;
-  for (const t of tasks) if (sourceVertices.has(t.vertex)) sourceRecords += t.recordsOut;
+  for (const t of tasks) if (t.source) sourceRecords += t.recordsOut;
   return { durationMs: Date.now() - startedAt, sourceRecords, tasks };
 }

@@ -133,7 +133,7 @@ export function deployTasks(setup: DeploymentSetup): DeployedTask[] {
         services: setup.services,
         post: (run) => gate.post(run),
       });
-      const metrics: TaskMetrics = { vertex: vertex.name, subtask, recordsIn: 0, recordsOut: 0 };
+      const metrics: TaskMetrics = { vertex: vertex.name, subtask, source: vertex.source !== undefined, recordsIn: 0, recordsOut: 0 };
       const abort = new AbortController();
       const allSplits = vertex.source === undefined ? [] : (setup.splits.get(vertex.id) ?? []);
       const source = vertex.source;

@@ -2,6 +2,8 @@
 export interface TaskMetrics {
   readonly vertex: string;
   readonly subtask: number;
+  /** The task runs a source: its records out are records read. */
+  readonly source: boolean;
   recordsIn: number;
   recordsOut: number;
 }

@@ -78,8 +78,7 @@ export async function runOnThreads(options: ThreadedRunOptions): Promise<JobResu
 
   try {
     const metrics = await Promise.all(reports);
-    const sources = new Set(plan.vertices.filter((v) => v.source !== undefined).map((v) => v.name));
-    return summarize(started, metrics.flat(), sources);
+    return summarize(started, metrics.flat());
   } catch (err) {
     if (err instanceof JobFailedError) throw err;
     throw new JobFailedError(`job failed: ${err instanceof Error ? err.message : String(err)}`, err);
