@@ -1,0 +1,40 @@
+/**
+ * Plain-data types of the checkpoint protocol, shared by the coordinator, the tasks and checkpoint storage.
+ * No I/O here (ARCHITECTURE.md rule 1).
+ */
+
+/** Identifies one task: a vertex of the physical plan and a subtask index. */
+export interface TaskId {
+  readonly vertex: number;
+  readonly subtask: number;
+}
+
+/** Where a task's snapshot was written, as the task reports it in its acknowledgement. */
+export interface TaskStateHandle {
+  readonly task: TaskId;
+  /** Name of the vertex, for humans reading the metadata. */
+  readonly vertexName: string;
+  /** Storage-relative path of the file holding the task's state. */
+  readonly path: string;
+  readonly bytes: number;
+  /** Hex SHA-256 of the file's bytes; a mismatch marks the checkpoint as corrupt. */
+  readonly sha256: string;
+}
+
+/** What makes a checkpoint complete: written atomically after every task acknowledged. */
+export interface CheckpointMetadata {
+  /** Format version of the metadata and of the task state files it lists. */
+  readonly version: number;
+  readonly checkpointId: number;
+  readonly savepoint: boolean;
+  /** Epoch ms. */
+  readonly triggeredAt: number;
+  readonly completedAt: number;
+  /** Key groups of the job; a restore with another value is refused. */
+  readonly maxParallelism: number;
+  /** Parallelism of each vertex when the checkpoint was taken, by vertex id. */
+  readonly parallelism: Readonly<Record<number, number>>;
+  readonly tasks: readonly TaskStateHandle[];
+}
+
+export const CHECKPOINT_FORMAT_VERSION = 1;

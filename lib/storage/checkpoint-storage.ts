@@ -1,0 +1,31 @@
+import type { CheckpointMetadata } from '../checkpoint/types.ts';
+
+/** A checkpoint found in storage, with its metadata, or the reason it cannot be used. */
+export type StoredCheckpoint =
+  | { readonly status: 'complete'; readonly checkpointId: number; readonly metadata: CheckpointMetadata }
+  | { readonly status: 'corrupt'; readonly checkpointId: number; readonly reason: string };
+
+/**
+ * Where checkpoints live (a local folder now, S3 later). A checkpoint is complete exactly when its metadata has been
+ * committed with `commitMetadata`, which is atomic: readers see all of it or none of it.
+ */
+export interface CheckpointStorage {
+  /** Human-readable location, for messages ("./checkpoints", "s3://bucket/prefix"). */
+  readonly location: string;
+  /** Writes one task's state file of checkpoint `checkpointId`; returns its storage-relative path, size and sha256. */
+  writeTaskState(checkpointId: number, name: string, data: Uint8Array): Promise<{ path: string; bytes: number; sha256: string }>;
+  /** Reads a task state file and verifies its size and sha256; throws a typed, non-retriable error when they differ. */
+  readTaskState(path: string, expected: { bytes: number; sha256: string }): Promise<Uint8Array>;
+  /** Atomically makes the checkpoint complete (temp file, fsync, rename locally; conditional write remotely). */
+  commitMetadata(metadata: CheckpointMetadata): Promise<void>;
+  /** Checkpoints with committed metadata, newest first, each verified as far as its metadata goes. */
+  list(): Promise<StoredCheckpoint[]>;
+  /** The newest complete checkpoint whose task files all verify; corrupt ones are reported through `onSkip`. */
+  latestComplete(onSkip?: (checkpointId: number, reason: string) => void): Promise<CheckpointMetadata | undefined>;
+  /** Removes everything of a checkpoint (complete or not). Idempotent. */
+  discard(checkpointId: number): Promise<void>;
+  /** Removes checkpoints that never completed (crash leftovers). Returns their ids. */
+  removeIncomplete(): Promise<number[]>;
+  /** Keeps the newest `retain` complete checkpoints and discards older ones. Returns discarded ids. */
+  applyRetention(retain: number): Promise<number[]>;
+}
