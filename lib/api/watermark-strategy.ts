@@ -5,6 +5,12 @@ export interface WatermarkGenerator<T> {
   onEvent(value: T, timestamp: number): void;
   /** The watermark to emit now; -Infinity while nothing is known. Must never go backwards. */
   currentWatermark(): number;
+  /**
+   * Plain data from which `restoreState` can continue (checkpoints). Without it a restored generator starts
+   * afresh, and records that were late before a failure may be on time after it.
+   */
+  snapshotState?(): unknown;
+  restoreState?(state: unknown): void;
 }
 
 /** Extracts the event time (epoch ms) of a record; `recordTimestamp` is the timestamp it already carries. */
@@ -67,5 +73,11 @@ class BoundedOutOfOrdernessGenerator<T> implements WatermarkGenerator<T> {
   }
   currentWatermark(): number {
     return this.maxTimestamp - this.delay - 1;
+  }
+  snapshotState(): unknown {
+    return this.maxTimestamp;
+  }
+  restoreState(state: unknown): void {
+    if (typeof state === 'number') this.maxTimestamp = Math.max(this.maxTimestamp, state);
   }
 }

@@ -35,6 +35,11 @@ export interface CheckpointMetadata {
   /** Parallelism of each vertex when the checkpoint was taken, by vertex id. */
   readonly parallelism: Readonly<Record<number, number>>;
   readonly tasks: readonly TaskStateHandle[];
+  /**
+   * Tasks that had finished for good (all their input read and emitted) before acknowledging this checkpoint, so
+   * they have no state in it; a restore must not start them from scratch. Absent when there are none.
+   */
+  readonly finishedTasks?: readonly TaskId[];
 }
 
 export const CHECKPOINT_FORMAT_VERSION = 1;

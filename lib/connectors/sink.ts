@@ -10,6 +10,15 @@ export interface SinkContext {
    * told apart from leftovers of earlier runs. @default a fresh random id per run
    */
   readonly attempt?: string;
+  /**
+   * Whether the job takes checkpoints. With them, the runtime drives a two-phase-commit writer through checkpoints
+   * (`prepareCommit` at each barrier and at the end of input, `Committer.commit` once the checkpoint is complete)
+   * and the writer makes nothing visible by itself, not at a roll-over and not in `finish`. `false`: no checkpoints;
+   * a writer may make output visible on its own (e.g. at a roll-over); at the end of input the runtime calls
+   * `prepareCommit` then `Committer.commit`, or only `finish`, which then makes everything visible. Absent: a
+   * two-phase-commit writer assumes checkpoints (nothing becomes visible except through a commit).
+   */
+  readonly checkpointing?: boolean;
 }
 
 /** Writes the records of one sink subtask. Called by one task, never concurrently. */
@@ -33,7 +42,8 @@ export interface Sink<T> {
  * - at a checkpoint barrier, `prepareCommit(checkpointId)` closes the transaction and returns its committables
  *   (plain data), which the runtime stores in the checkpoint together with those still uncommitted;
  * - once checkpoint `checkpointId` is complete, the runtime calls the sink's `Committer.commit` with them.
- * At the end of input the runtime takes a final checkpoint, so `finish` must not make anything visible itself.
+ * At the end of input the runtime takes a final checkpoint, so `finish` must not make anything visible itself
+ * (see `SinkContext.checkpointing` for the runtime's calls without checkpoints).
  */
 export interface TwoPhaseCommitSinkWriter<T, C> extends SinkWriter<T> {
   prepareCommit(checkpointId: number): C[] | Promise<C[]>;
@@ -41,7 +51,9 @@ export interface TwoPhaseCommitSinkWriter<T, C> extends SinkWriter<T> {
 
 /**
  * Makes committables visible. `commit` must be idempotent: after a recovery the same committables are committed
- * again and must then change nothing (Flink's Committer contract).
+ * again and must then change nothing (Flink's Committer contract). The runtime commits a subtask's restored
+ * committables when it starts, before it acknowledges any checkpoint, so once a checkpoint of the current attempt
+ * is complete every restored transaction is committed and whatever earlier attempts left is garbage.
  */
 export interface Committer<C> {
   commit(committables: readonly C[]): void | Promise<void>;
@@ -52,9 +64,12 @@ export interface TwoPhaseCommitSink<T, C> extends Sink<T> {
   createWriter(ctx: SinkContext): TwoPhaseCommitSinkWriter<T, C> | Promise<TwoPhaseCommitSinkWriter<T, C>>;
   createCommitter(ctx: SinkContext): Committer<C> | Promise<Committer<C>>;
   /**
-   * Called when a subtask starts from a checkpoint (or fresh, with none): removes what earlier runs of this subtask
-   * left uncommitted that no checkpoint refers to (e.g. in-progress files). `keep` lists committables still owned
-   * by the restored checkpoint.
+   * Called when a subtask starts from a checkpoint (or fresh, with none), before or after it commits the restored
+   * committables dealt to it: removes what earlier runs (other `attempt`s, of any subtask: the job may have been
+   * rescaled) left uncommitted that no checkpoint refers to (e.g. in-progress files). Never touches what the current
+   * attempt writes, nor anything in `keep`, so all subtasks may call it at once. `keep` is what the restored
+   * checkpoint dealt to this subtask; other subtasks' shares are not in it, so what may still be one of them (a
+   * pending transaction of an earlier attempt) must be left for later. Needs `ctx.attempt`.
    */
   cleanUpDangling(ctx: SinkContext, keep: readonly C[]): void | Promise<void>;
 }

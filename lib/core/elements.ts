@@ -29,15 +29,24 @@ export interface BarrierElement {
   readonly savepoint: boolean;
 }
 
+/**
+ * The producer has emitted its last record and flushed (end of bounded input); barriers of the final checkpoint
+ * may still follow, then end of input.
+ */
+export interface EndOfDataElement {
+  readonly kind: 'end-of-data';
+}
+
 /** The producer of this channel has finished; nothing follows. */
 export interface EndOfInputElement {
   readonly kind: 'end';
 }
 
-export type ControlElement = WatermarkElement | IdleStatusElement | BarrierElement | EndOfInputElement;
+export type ControlElement = WatermarkElement | IdleStatusElement | BarrierElement | EndOfDataElement | EndOfInputElement;
 export type StreamElement<T> = BatchElement<T> | ControlElement;
 
 export const END_OF_INPUT: EndOfInputElement = Object.freeze({ kind: 'end' });
+export const END_OF_DATA: EndOfDataElement = Object.freeze({ kind: 'end-of-data' });
 
 export function watermarkElement(timestamp: number): WatermarkElement {
   return { kind: 'watermark', timestamp };

@@ -7,14 +7,9 @@ import {
 } from '../core/index.ts';
 import type { Namespace } from '../state/index.ts';
 import { TimerQueue } from './timer-queue.ts';
-import type { InternalTimerService, Timer } from './timer-service.ts';
+import type { InternalTimerService, Timer, TimerKeyGroupSnapshot } from './timer-service.ts';
 
-/** The pending timers of one key group, as plain data. */
-export interface TimerKeyGroupSnapshot {
-  readonly keyGroup: number;
-  readonly eventTimers: Timer[];
-  readonly processingTimers: Timer[];
-}
+export type { TimerKeyGroupSnapshot };
 
 export interface HeapTimerServiceOptions {
   readonly maxParallelism: number;

@@ -16,6 +16,10 @@ export interface OperatorContext {
   readonly keyedState: KeyedStateBackend | undefined;
   /** Present for operators after keyBy. */
   readonly timers: InternalTimerService | undefined;
+  /** Checkpoints are taken: two-phase-commit sinks commit on checkpoint completion, not at the end of input. */
+  readonly checkpointing: boolean;
+  /** Identifies this run of the job (changes at every start and restart). */
+  readonly attempt: string;
   /** Latest watermark this operator has received. */
   currentWatermark(): number;
   /**
@@ -41,6 +45,16 @@ export interface Operator<IN, OUT> {
   processWatermark?(timestamp: number): void | Promise<void>;
   /** Processing time reached a requested wake-up. */
   onProcessingTime?(time: number): void | Promise<void>;
+  /**
+   * The synchronous phase of a checkpoint: this operator's non-keyed state as plain-data items (keyed state and
+   * timers are snapshotted by the runtime). When the parallelism changes, items are dealt round-robin to the new
+   * subtasks. Processing resumes as soon as this returns, so copy rather than write files here.
+   */
+  snapshotState?(checkpointId: number): unknown[] | Promise<unknown[]>;
+  /** Before `open`: the restored items assigned to this subtask (empty when starting without a checkpoint). */
+  initializeState?(items: readonly unknown[]): void | Promise<void>;
+  /** Checkpoint `checkpointId` is complete (its metadata is committed): make its side effects visible. */
+  notifyCheckpointComplete?(checkpointId: number): void | Promise<void>;
   /** All inputs ended (after the final watermark). Emit what is left. */
   endInput?(): void | Promise<void>;
   /** Release resources; called on success and on failure. */

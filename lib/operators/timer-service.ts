@@ -1,4 +1,4 @@
-import type { Key } from '../core/index.ts';
+import type { Key, KeyGroupRange } from '../core/index.ts';
 import type { Namespace } from '../state/index.ts';
 
 /** A timer of a keyed operator: fires for `key` and `namespace` once time reaches `timestamp`. */
@@ -6,6 +6,13 @@ export interface Timer {
   readonly timestamp: number;
   readonly key: Key;
   readonly namespace: Namespace;
+}
+
+/** The pending timers of one key group, as plain data (the unit of snapshots and redistribution). */
+export interface TimerKeyGroupSnapshot {
+  readonly keyGroup: number;
+  readonly eventTimers: Timer[];
+  readonly processingTimers: Timer[];
 }
 
 /**
@@ -30,4 +37,9 @@ export interface InternalTimerService {
 
   eventTimerCount(): number;
   processingTimerCount(): number;
+
+  /** Copies every pending timer, grouped by key group. */
+  snapshot(): TimerKeyGroupSnapshot[];
+  /** Adds the timers of the key groups in `range`; others are ignored (rescaling). */
+  restore(snapshot: readonly TimerKeyGroupSnapshot[], range: KeyGroupRange): void;
 }

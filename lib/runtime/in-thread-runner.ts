@@ -1,18 +1,32 @@
+import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock } from '../core/index.ts';
 import type { StreamEnvironment } from '../api/environment.ts';
 import { buildPhysicalPlan, type PhysicalPlan } from '../graph/physical-plan.ts';
 import type { SourceSplit } from '../connectors/source.ts';
 import type { KeyedServices } from './operator-chain.ts';
-import { deployTasks } from './task-deployment.ts';
+import { NO_CHECKPOINTS } from './checkpointing/participant.ts';
+import { deployTasks, type DeployedTask } from './task-deployment.ts';
 import { memoryServices } from './default-services.ts';
 import { runTasks } from './run-tasks.ts';
 import { summarize, type JobResult } from './job-result.ts';
+import { DEFAULT_RESTART_STRATEGY, checkRestartStrategy, type CheckpointingConfig, type RestartStrategy } from './checkpointing/checkpointing-config.ts';
+import { prepareCheckpointing } from './checkpointing/prepare-checkpointing.ts';
+import { EmbeddedCheckpointDriver } from './checkpointing/embedded-driver.ts';
+import { CheckpointHub } from './checkpointing/checkpoint-hub.ts';
+import { loadRestoredJob } from './checkpointing/restore-plan.ts';
+import { allTasks, runAttempts, sourceTasks } from './checkpointing/attempts.ts';
 
 export interface InThreadRunOptions {
   /** Processing-time clock. @default the system clock */
   clock?: Clock;
   /** State backend and timers of keyed operators. @default in-memory */
   services?: KeyedServices;
+  /** Take checkpoints; the same `dir` on a later run resumes from the latest complete one. @default none */
+  checkpointing?: CheckpointingConfig;
+  /** With checkpointing: how failed attempts restart. @default 3 attempts, 1 s apart */
+  restart?: RestartStrategy;
+  /** Progress lines (restores, restarts, skipped checkpoints). @default stderr */
+  log?: (line: string) => void;
 }
 
 /** Computes each source vertex's splits once, before any task starts. */
@@ -28,24 +42,63 @@ export async function computeSplits(plan: PhysicalPlan): Promise<Map<number, Sou
 
 /**
  * Runs the whole job in the calling thread: every subtask is a task on this event loop, channels are in-memory
- * queues. Parallelism, partitioning, watermarks and backpressure behave as with worker threads; only the cores
- * used differ. Jobs that capture in-memory data (collection sources, collect sinks) run this way.
+ * queues. Parallelism, partitioning, watermarks, backpressure and checkpoints behave as with worker threads; only
+ * the cores used differ. Jobs that capture in-memory data (collection sources, collect sinks) run this way.
  */
 export async function runInThisThread(env: StreamEnvironment, options: InThreadRunOptions = {}): Promise<JobResult> {
   env.validate();
   const started = Date.now();
   const plan = buildPhysicalPlan(env.graph, env.options);
   const clock = options.clock ?? systemClock;
-  const tasks = deployTasks({
-    plan,
-    options: env.options,
-    splits: await computeSplits(plan),
-    thread: 0,
-    threadOf: () => 0,
-    ports: new Map(),
-    services: options.services ?? memoryServices(() => clock.now()),
-    clock,
+  const services = options.services ?? memoryServices(() => clock.now());
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const splits = await computeSplits(plan);
+  const base = { plan, options: env.options, splits, thread: 0, threadOf: () => 0, ports: new Map(), services, clock };
+
+  const config = options.checkpointing;
+  if (config === undefined) {
+    const tasks = deployTasks({ ...base, checkpoints: NO_CHECKPOINTS, attempt: randomUUID() });
+    await runTasks(tasks);
+    return summarize(started, tasks.map((t) => t.metrics));
+  }
+  const prepared = await prepareCheckpointing(config, plan, log);
+  let lastCheckpointId = prepared.lastCheckpointId;
+  const allVertices = new Set(plan.vertices.map((v) => v.id));
+  return runAttempts({
+    strategy: checkRestartStrategy(options.restart ?? DEFAULT_RESTART_STRATEGY),
+    storage: prepared.storage,
+    first: prepared.latest,
+    log,
+    attempt: async (restoreFrom) => {
+      if (restoreFrom !== undefined) log(`restored from checkpoint ${restoreFrom.checkpointId}`);
+      const restored = restoreFrom === undefined ? undefined : await loadRestoredJob(prepared.storage, restoreFrom, allVertices);
+      let tasks: DeployedTask[] = [];
+      const driver = new EmbeddedCheckpointDriver({
+        options: config,
+        storage: prepared.storage,
+        tasks: allTasks(plan),
+        sourceTasks: sourceTasks(plan),
+        maxParallelism: plan.maxParallelism,
+        lastCheckpointId: Math.max(lastCheckpointId, restoreFrom?.checkpointId ?? 0),
+        retainedCheckpointIds: (await prepared.storage.list())
+          .filter((c) => c.status === 'complete' && !c.metadata.savepoint)
+          .map((c) => c.checkpointId),
+        dispatch: {
+          trigger: (barrier) => tasks.forEach((t) => t.triggerCheckpoint(barrier)),
+          notifyComplete: (id) => hub.notifyComplete(id),
+        },
+        log,
+      });
+      const hub = new CheckpointHub(prepared.storage, driver);
+      hub.onComplete((id) => tasks.forEach((t) => t.notifyCheckpointComplete(id)));
+      tasks = deployTasks({ ...base, checkpoints: hub, attempt: randomUUID(), restored });
+      try {
+        await runTasks(tasks);
+        return summarize(started, tasks.map((t) => t.metrics));
+      } finally {
+        await driver.stop();
+        lastCheckpointId = driver.lastCheckpointId;
+      }
+    },
   });
-  await runTasks(tasks);
-  return summarize(started, tasks.map((t) => t.metrics));
 }

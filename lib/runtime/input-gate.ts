@@ -14,6 +14,8 @@ export class InputGate {
   private wake: (() => void) | undefined;
   private next = 0;
   private failure: unknown;
+  /** Channels held back during barrier alignment: not polled until released. */
+  private readonly blocked: boolean[];
 
   constructor(private readonly channels: readonly ChannelReceiver[]) {
     const notify = () => {
@@ -25,6 +27,12 @@ export class InputGate {
     };
     for (const ch of channels) ch.setListener(notify);
     this.notify = notify;
+    this.blocked = channels.map(() => false);
+  }
+
+  setBlocked(channel: number, blocked: boolean): void {
+    this.blocked[channel] = blocked;
+    if (!blocked) this.notify();
   }
 
   private readonly notify: () => void;
@@ -53,6 +61,7 @@ export class InputGate {
     const n = this.channels.length;
     for (let k = 0; k < n; k++) {
       const channel = (this.next + k) % n;
+      if (this.blocked[channel]) continue;
       const element = this.channels[channel]!.poll();
       if (element !== undefined) {
         this.next = (channel + 1) % n;

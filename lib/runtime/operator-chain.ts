@@ -1,6 +1,7 @@
 import {
   keyGroupRangeForSubtask,
   type Clock,
+  type ControlElement,
   type KeyGroupRange,
   type OutputTag,
   type RecordBatch,
@@ -8,8 +9,8 @@ import {
 import type { OperatorNode } from '../graph/logical-graph.ts';
 import type { Operator, OperatorContext } from '../operators/operator.ts';
 import type { IdleAwareOutput } from '../operators/output.ts';
-import type { InternalTimerService } from '../operators/timer-service.ts';
-import type { KeyedStateBackend } from '../state/index.ts';
+import type { InternalTimerService, TimerKeyGroupSnapshot } from '../operators/timer-service.ts';
+import type { KeyedStateBackend, KeyedStateSnapshot } from '../state/index.ts';
 import type { RecordWriter } from './record-writer.ts';
 
 /** What a chain needs from its composition root: which state backend and timer service keyed operators get. */
@@ -36,14 +37,38 @@ export interface ChainSetup {
   /** The source node of a vertex that starts with a source: its output feeds the chain head and its own edges. */
   readonly headNodeId: number | undefined;
   readonly services: KeyedServices;
+  readonly checkpointing: boolean;
+  readonly attempt: string;
   /** Schedules `run` on the task between elements. */
   readonly post: (run: () => void | Promise<void>) => void;
+  /** Restored state per logical node id; absent when starting fresh. */
+  readonly restored?: ReadonlyMap<number, RestoredOperatorState> | undefined;
+}
+
+/** One operator's part of a task snapshot. */
+export interface OperatorSnapshot {
+  readonly nodeId: number;
+  readonly keyed?: KeyedStateSnapshot | undefined;
+  readonly timers?: TimerKeyGroupSnapshot[] | undefined;
+  readonly operatorState?: unknown[] | undefined;
+  readonly watermark: number;
+}
+
+/** What one operator of the chain starts from: every old subtask's keyed state and timers (each keeps its key
+ * groups), the operator-state items dealt to this subtask, and the watermark it had reached. */
+export interface RestoredOperatorState {
+  readonly keyed: readonly KeyedStateSnapshot[];
+  readonly timers: readonly TimerKeyGroupSnapshot[];
+  readonly items: readonly unknown[];
+  readonly watermark: number;
 }
 
 interface Slot {
+  readonly nodeId: number;
   readonly operator: Operator<unknown, unknown>;
   readonly output: IdleAwareOutput<unknown>;
   readonly keyedState: KeyedStateBackend | undefined;
+  readonly timers: InternalTimerService | undefined;
   watermark: number;
   wakeupAt: number;
 }
@@ -69,9 +94,11 @@ export class OperatorChain {
       const node = setup.chain[i]!;
       const keyedState = node.keyed ? setup.services.createKeyedState(range, setup.maxParallelism) : undefined;
       this.slots[i] = {
+        nodeId: node.id,
         operator: node.createOperator(),
         output: this.outputFor(node.id, i + 1),
         keyedState,
+        timers: node.keyed ? setup.services.createTimerService(setup.maxParallelism) : undefined,
         watermark: Number.NEGATIVE_INFINITY,
         wakeupAt: Number.POSITIVE_INFINITY,
       };
@@ -90,6 +117,13 @@ export class OperatorChain {
     for (let i = this.slots.length - 1; i >= 0; i--) {
       const slot = this.slots[i]!;
       const node = setup.chain[i]!;
+      const restored = setup.restored?.get(node.id);
+      if (restored !== undefined) {
+        slot.keyedState?.restore(restored.keyed);
+        slot.timers?.restore(restored.timers, range);
+        slot.watermark = restored.watermark;
+      }
+      await slot.operator.initializeState?.(restored?.items ?? []);
       const ctx: OperatorContext = {
         operatorName: node.name,
         subtask: setup.subtask,
@@ -98,12 +132,37 @@ export class OperatorChain {
         keyGroupRange: node.keyed ? range : { start: 0, end: setup.maxParallelism - 1 },
         clock: setup.clock,
         keyedState: slot.keyedState,
-        timers: node.keyed ? setup.services.createTimerService(setup.maxParallelism) : undefined,
+        timers: slot.timers,
+        checkpointing: setup.checkpointing,
+        attempt: setup.attempt,
         currentWatermark: () => slot.watermark,
         requestProcessingTimeWakeup: (time) => this.requestWakeup(i, time),
       };
       await slot.operator.open?.(ctx, slot.output);
     }
+  }
+
+  /**
+   * The synchronous phase of a checkpoint: copies every operator's keyed state, timers, operator state and
+   * watermark. Processing continues as soon as this returns; writing the copy is the caller's asynchronous phase.
+   */
+  async snapshot(checkpointId: number): Promise<OperatorSnapshot[]> {
+    const result: OperatorSnapshot[] = [];
+    for (const slot of this.slots) {
+      result.push({
+        nodeId: slot.nodeId,
+        keyed: slot.keyedState?.snapshot(),
+        timers: slot.timers?.snapshot(),
+        operatorState: await slot.operator.snapshotState?.(checkpointId),
+        watermark: slot.watermark,
+      });
+      await this.drain();
+    }
+    return result;
+  }
+
+  async notifyCheckpointComplete(checkpointId: number): Promise<void> {
+    for (const slot of this.slots) await slot.operator.notifyCheckpointComplete?.(checkpointId);
   }
 
   /** Feeds a batch into the chain head (or straight to the network when the chain is only a source). */
@@ -119,7 +178,12 @@ export class OperatorChain {
 
   /** Tells every downstream task whether this subtask is idle. */
   markIdle(idle: boolean): void {
-    for (const w of this.allWriters) w.broadcast({ kind: 'idle', idle });
+    this.broadcast({ kind: 'idle', idle });
+  }
+
+  /** Sends a control element (barrier, end of data) on every outgoing channel. */
+  broadcast(element: ControlElement): void {
+    for (const w of this.allWriters) w.broadcast(element);
   }
 
   async endInput(): Promise<void> {

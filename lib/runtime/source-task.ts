@@ -1,34 +1,76 @@
-import { MAX_WATERMARK, type Clock } from '../core/index.ts';
+import { END_OF_DATA, MAX_WATERMARK, type BarrierElement, type Clock } from '../core/index.ts';
 import type { SourceNode } from '../graph/logical-graph.ts';
 import type { SourceReader, SourceSplit } from '../connectors/source.ts';
 import type { InputGate } from './input-gate.ts';
 import type { OperatorChain } from './operator-chain.ts';
-import { SplitWatermarks } from './split-watermarks.ts';
-import { YIELD_EVERY, yieldToEventLoop } from './yield.ts';
+import { SplitWatermarks, type SplitWatermarksSnapshot } from './split-watermarks.ts';
+import { yieldToEventLoop } from './yield.ts';
 import type { TaskMetrics } from './task-metrics.ts';
+import type { CheckpointParticipant, CheckpointRequests } from './checkpointing/participant.ts';
 
 export interface SourceTaskSetup {
+  readonly vertex: number;
+  readonly vertexName: string;
   readonly node: SourceNode;
   readonly subtask: number;
   readonly parallelism: number;
   readonly splits: SourceSplit[];
+  /** Restored per-split watermark state of the old subtasks, when restoring. */
+  readonly splitWatermarks: readonly SplitWatermarksSnapshot[] | undefined;
   readonly chain: OperatorChain;
-  /** A source task has no inputs; its gate carries only mail (processing-time callbacks). */
+  /** A source task has no inputs; its gate carries only mail (processing-time callbacks, checkpoint requests). */
   readonly gate: InputGate;
   readonly clock: Clock;
   readonly batchSize: number;
   readonly signal: AbortSignal;
   readonly metrics: TaskMetrics;
+  readonly checkpoints: CheckpointParticipant;
+  readonly requests: CheckpointRequests;
 }
 
-/** Runs one source subtask and the operators chained to it until the source ends or the job is cancelled. */
+/** How often a finished source looks for the final checkpoint's trigger and completion. */
+const FINAL_CHECKPOINT_POLL_MS = 20;
+
+/**
+ * Runs one source subtask and the operators chained to it until the source ends or the job is cancelled.
+ * Checkpoint barriers are injected between batches: the reader's split positions, the split watermarks and the
+ * chain's state are copied, then the barrier goes downstream behind every record emitted before it.
+ */
 export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
-  const { node, chain, gate, clock, metrics } = setup;
+  const { node, chain, gate, clock, metrics, requests, checkpoints } = setup;
   const strategy = node.watermarks;
   const watermarks =
     strategy === undefined ? undefined : new SplitWatermarks(strategy, node.name, setup.subtask, clock.now());
+  if (watermarks !== undefined && setup.splitWatermarks !== undefined) {
+    watermarks.restore(setup.splitWatermarks, new Set(setup.splits.map((s) => s.id)));
+  }
   let reader: SourceReader<unknown> | undefined;
   let idle = false;
+  let finished = false;
+  /** The newest checkpoint taken after the end of input: the job may end once it is complete. */
+  let finalCheckpoint: number | undefined;
+
+  const takeCheckpoint = async (barrier: BarrierElement): Promise<void> => {
+    const operators = await chain.snapshot(barrier.checkpointId);
+    const snapshot = {
+      vertex: setup.vertex,
+      subtask: setup.subtask,
+      sourceSplits: reader!.currentSplits(),
+      splitWatermarks: watermarks?.snapshot(),
+      operators,
+    };
+    chain.broadcast(barrier);
+    checkpoints.acknowledge(setup.vertexName, barrier.checkpointId, snapshot);
+    if (finished) finalCheckpoint = barrier.checkpointId;
+  };
+  const betweenBatches = async (): Promise<void> => {
+    // Processing-time callbacks of chained operators and checkpoint requests run between batches.
+    for (let mail = gate.poll(); mail !== undefined; mail = gate.poll()) {
+      if (mail.kind === 'mail') await mail.run();
+    }
+    for (let barrier = requests.take(); barrier !== undefined; barrier = requests.take()) await takeCheckpoint(barrier);
+  };
+
   try {
     reader = await node.source.createReader(setup.splits, {
       subtask: setup.subtask,
@@ -37,12 +79,8 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
       signal: setup.signal,
     });
     await chain.open();
-    let iterations = 0;
     for (;;) {
-      // Processing-time callbacks of chained operators run between batches.
-      for (let mail = gate.poll(); mail !== undefined; mail = gate.poll()) {
-        if (mail.kind === 'mail') await mail.run();
-      }
+      await betweenBatches();
       const result = await reader.poll(setup.batchSize);
       if (result.kind === 'end') break;
       if (result.kind === 'wait') {
@@ -71,12 +109,25 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
       }
       await chain.drain();
       if (chain.blocked) await chain.awaitCapacity();
-      if (++iterations % YIELD_EVERY === 0) await yieldToEventLoop();
+      await yieldToEventLoop();
     }
-    // End of bounded input: the final watermark fires every event-time timer, then operators finish.
+    // End of bounded input: the final watermark fires every event-time timer, operators flush, and downstream
+    // tasks learn that no more data follows.
     chain.pushWatermark(MAX_WATERMARK);
     await chain.drain();
     await chain.endInput();
+    chain.broadcast(END_OF_DATA);
+    finished = true;
+    if (checkpoints.enabled) {
+      // Wait for a checkpoint taken after the end of data: once it is complete, everything is durable and
+      // committed. An aborted one is followed by another trigger.
+      checkpoints.sourceFinished({ vertex: setup.vertex, subtask: setup.subtask });
+      for (;;) {
+        await betweenBatches();
+        if (finalCheckpoint !== undefined && checkpoints.isCompleted(finalCheckpoint)) break;
+        await gate.waitFor(FINAL_CHECKPOINT_POLL_MS);
+      }
+    }
     await chain.finishOutputs();
   } finally {
     await reader?.close();

@@ -2,6 +2,11 @@ import type { RecordBatch } from '../core/index.ts';
 import { assignTimestamps } from '../operators/basic/assign-timestamps.ts';
 import type { WatermarkGenerator, WatermarkStrategy } from '../api/watermark-strategy.ts';
 
+export interface SplitWatermarksSnapshot {
+  readonly emitted: number;
+  readonly splits: [id: string, generatorState: unknown, finished: boolean][];
+}
+
 interface SplitState {
   generator: WatermarkGenerator<unknown>;
   lastRecordAt: number;
@@ -41,6 +46,32 @@ export class SplitWatermarks {
     s.lastRecordAt = now;
     s.idle = false;
     return assignTimestamps(batch, this.strategy.timestampAssigner, s.generator, this.operatorName, this.subtask);
+  }
+
+  /** Plain data: per split, the generator's state and whether it finished; and the last emitted watermark. */
+  snapshot(): SplitWatermarksSnapshot {
+    return {
+      emitted: this.emitted,
+      splits: [...this.splits.entries()].map(([id, s]) => [id, s.generator.snapshotState?.(), s.finished]),
+    };
+  }
+
+  /**
+   * Continues from snapshots of one or more earlier subtasks (after rescaling, several): owned splits get their
+   * generator state back; the emitted watermark is the lowest of them, so it never runs ahead of any split.
+   */
+  restore(snapshots: readonly SplitWatermarksSnapshot[], ownedSplits: ReadonlySet<string>): void {
+    let emitted = Number.POSITIVE_INFINITY;
+    for (const snap of snapshots) {
+      emitted = Math.min(emitted, snap.emitted);
+      for (const [id, generatorState, finished] of snap.splits) {
+        if (!ownedSplits.has(id)) continue;
+        const s = this.state(id, this.startedAt);
+        if (generatorState !== undefined) s.generator.restoreState?.(generatorState);
+        s.finished = finished;
+      }
+    }
+    if (snapshots.length > 0) this.emitted = emitted;
   }
 
   markFinished(splitId: string): void {

@@ -1,5 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
-import { SluiceError, type Clock } from '../core/index.ts';
+import { SluiceError, type BarrierElement, type Clock } from '../core/index.ts';
 import type { CompiledJobOptions } from '../api/job-options.ts';
 import type { PhysicalEdge, PhysicalPlan } from '../graph/physical-plan.ts';
 import type { SourceSplit } from '../connectors/source.ts';
@@ -12,6 +12,9 @@ import { RecordWriter } from './record-writer.ts';
 import { runChainTask } from './chain-task.ts';
 import { runSourceTask } from './source-task.ts';
 import type { TaskMetrics } from './task-metrics.ts';
+import { CheckpointRequests, type CheckpointParticipant } from './checkpointing/participant.ts';
+import { restoredTask, type RestoredJob } from './checkpointing/restore-plan.ts';
+import type { SplitWatermarksSnapshot } from './split-watermarks.ts';
 
 /** Consumer subtasks that producer subtask `from` sends to on `edge`. */
 export function targetsOf(edge: PhysicalEdge, from: number, consumerParallelism: number): number[] {
@@ -50,6 +53,12 @@ export interface DeploymentSetup {
   readonly ports: ReadonlyMap<string, MessagePort>;
   readonly services: KeyedServices;
   readonly clock: Clock;
+  /** This thread's part in checkpoints (NO_CHECKPOINTS without checkpointing). */
+  readonly checkpoints: CheckpointParticipant;
+  /** Identifies this run of the job (sinks name their temporary files with it). */
+  readonly attempt: string;
+  /** The checkpoint this run starts from, if any (only the vertices this thread runs need to be loaded). */
+  readonly restored?: RestoredJob | undefined;
 }
 
 export interface DeployedTask {
@@ -59,6 +68,10 @@ export interface DeployedTask {
   run(): Promise<void>;
   /** Unblocks the task so that it ends with `reason` (the job is failing or cancelled). */
   cancel(reason: unknown): void;
+  /** Sources inject this barrier between two batches; other tasks ignore it (barriers reach them by channel). */
+  triggerCheckpoint(barrier: BarrierElement): void;
+  /** Runs the chain's completion hooks (sink commits) from the task's mailbox. */
+  notifyCheckpointComplete(checkpointId: number): void;
 }
 
 class TaskFailedError extends SluiceError {
@@ -121,6 +134,7 @@ export function deployTasks(setup: DeploymentSetup): DeployedTask[] {
         }
       }
       const gate = new InputGate(receivers);
+      const restored = setup.restored === undefined ? undefined : restoredTask(setup.restored, vertex, subtask);
       const chain = new OperatorChain({
         vertexName: vertex.name,
         subtask,
@@ -132,20 +146,39 @@ export function deployTasks(setup: DeploymentSetup): DeployedTask[] {
         headNodeId: vertex.source?.id,
         services: setup.services,
         post: (run) => gate.post(run),
+        checkpointing: setup.checkpoints.enabled,
+        attempt: setup.attempt,
+        restored: restored?.operators,
       });
+      const requests = new CheckpointRequests(() => gate.post(() => {}));
       const metrics: TaskMetrics = { vertex: vertex.name, subtask, source: vertex.source !== undefined, recordsIn: 0, recordsOut: 0 };
       const abort = new AbortController();
       const allSplits = vertex.source === undefined ? [] : (setup.splits.get(vertex.id) ?? []);
       const source = vertex.source;
       const body =
         source === undefined
-          ? () => runChainTask({ chain, gate, inputIndexOfChannel, metrics })
+          ? () =>
+              runChainTask({
+                vertex: vertex.id,
+                vertexName: vertex.name,
+                subtask,
+                chain,
+                gate,
+                inputIndexOfChannel,
+                metrics,
+                checkpoints: setup.checkpoints,
+              })
           : () =>
               runSourceTask({
+                vertex: vertex.id,
+                vertexName: vertex.name,
                 node: source,
                 subtask,
                 parallelism: vertex.parallelism,
-                splits: allSplits.filter((_, i) => i % vertex.parallelism === subtask),
+                splits: restored?.splits ?? allSplits.filter((_, i) => i % vertex.parallelism === subtask),
+                splitWatermarks: restored?.splitWatermarks as SplitWatermarksSnapshot[] | undefined,
+                checkpoints: setup.checkpoints,
+                requests,
                 chain,
                 gate,
                 clock: setup.clock,
@@ -174,6 +207,12 @@ export function deployTasks(setup: DeploymentSetup): DeployedTask[] {
             gate.close();
           }
           if (failure !== undefined) throw failure;
+        },
+        triggerCheckpoint(barrier) {
+          if (source !== undefined) requests.trigger(barrier);
+        },
+        notifyCheckpointComplete(checkpointId) {
+          gate.post(() => chain.notifyCheckpointComplete(checkpointId));
         },
         cancel(reason) {
           abort.abort(reason);

@@ -12,20 +12,36 @@ export type StoredCheckpoint =
 export interface CheckpointStorage {
   /** Human-readable location, for messages ("./checkpoints", "s3://bucket/prefix"). */
   readonly location: string;
-  /** Writes one task's state file of checkpoint `checkpointId`; returns its storage-relative path, size and sha256. */
+  /**
+   * Writes one task's state file of checkpoint `checkpointId` (`name` from `taskStateFileName` in
+   * lib/checkpoint/naming.ts); the file appears whole or not at all. Returns its storage-relative path, size and sha256.
+   */
   writeTaskState(checkpointId: number, name: string, data: Uint8Array): Promise<{ path: string; bytes: number; sha256: string }>;
   /** Reads a task state file and verifies its size and sha256; throws a typed, non-retriable error when they differ. */
   readTaskState(path: string, expected: { bytes: number; sha256: string }): Promise<Uint8Array>;
-  /** Atomically makes the checkpoint complete (temp file, fsync, rename locally; conditional write remotely). */
+  /**
+   * Atomically makes the checkpoint complete (temp file, fsync, rename locally; conditional write remotely). Ids must
+   * be new: committing an id that is already complete is refused. Pick the next id above every id that `list()` and
+   * `removeIncomplete()` reported, corrupt ones included.
+   */
   commitMetadata(metadata: CheckpointMetadata): Promise<void>;
-  /** Checkpoints with committed metadata, newest first, each verified as far as its metadata goes. */
+  /** Checkpoints with committed metadata, newest first, each verified as far as its metadata goes (not task files). */
   list(): Promise<StoredCheckpoint[]>;
-  /** The newest complete checkpoint whose task files all verify; corrupt ones are reported through `onSkip`. */
+  /**
+   * The newest complete checkpoint (savepoints included) whose task files all verify; corrupt ones are reported
+   * through `onSkip` and skipped. I/O errors are thrown rather than skipped: a transient failure must not rewind the job.
+   */
   latestComplete(onSkip?: (checkpointId: number, reason: string) => void): Promise<CheckpointMetadata | undefined>;
   /** Removes everything of a checkpoint (complete or not). Idempotent. */
   discard(checkpointId: number): Promise<void>;
-  /** Removes checkpoints that never completed (crash leftovers). Returns their ids. */
+  /**
+   * Removes checkpoints that never completed (crash leftovers) and leftover temporary files. Returns their ids. Call it
+   * at start-up, before triggering checkpoints: it cannot tell a crashed checkpoint from one in flight.
+   */
   removeIncomplete(): Promise<number[]>;
-  /** Keeps the newest `retain` complete checkpoints and discards older ones. Returns discarded ids. */
+  /**
+   * Keeps the newest `retain` (>= 1) complete checkpoints, savepoints not counted, and discards every older checkpoint
+   * (complete, corrupt or abandoned) except savepoints and files a retained checkpoint refers to. Returns discarded ids.
+   */
   applyRetention(retain: number): Promise<number[]>;
 }

@@ -174,7 +174,9 @@ export class OperatorTestHarness<IN, OUT> {
       clock,
       keyedState: this.backend,
       timers: this.timers,
-      currentWatermark: () => this.watermark,
+      checkpointing: false,
+    attempt: 'test',
+    currentWatermark: () => this.watermark,
       requestProcessingTimeWakeup: (time: number) => this.requestWakeup(time),
     };
   }

@@ -14,7 +14,8 @@ export type {
 export { printSink } from './print-sink.ts';
 export type { PrintSinkOptions, PrintStream } from './print-sink.ts';
 export { jsonlFileSink } from './jsonl-file-sink.ts';
-export type { JsonlFileSinkOptions } from './jsonl-file-sink.ts';
+export type { JsonlFileSink, JsonlFileSinkOptions } from './jsonl-file-sink.ts';
 export type { PartFileCommittable, PartFileState } from './part-file.ts';
+export { PartFileCommitError } from './part-file-commit.ts';
 export { collectSink } from './collect-sink.ts';
 export type { CollectSink } from './collect-sink.ts';

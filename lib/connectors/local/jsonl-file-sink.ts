@@ -1,8 +1,11 @@
 import { mkdirSync } from 'node:fs';
 import { ConfigError } from '../../core/index.ts';
-import type { RecordBatch } from '../../core/index.ts';
-import type { Sink, SinkContext, SinkWriter } from '../sink.ts';
-import { PartFile, commitPartFile, nextPartNumber, partFileNames } from './part-file.ts';
+import type { Committer, SinkContext, TwoPhaseCommitSink } from '../sink.ts';
+import { JsonlFileCommitter } from './jsonl-file-committer.ts';
+import { JsonlFileWriter } from './jsonl-file-writer.ts';
+import type { PartFileCommittable } from './part-file.ts';
+import { cleanUpInProgressLeftovers } from './part-file-cleanup.ts';
+import { checkedAttempt, writerAttempt } from './part-file-names.ts';
 
 export interface JsonlFileSinkOptions<T> {
   /** Output directory; created if missing. */
@@ -19,6 +22,8 @@ export interface JsonlFileSinkOptions<T> {
   readonly name?: string;
 }
 
+export type JsonlFileSink<T> = TwoPhaseCommitSink<T, PartFileCommittable>;
+
 const DEFAULT_ROLL_SIZE = 128 * 1024 * 1024;
 const DEFAULT_BUFFER_SIZE = 64 * 1024;
 
@@ -29,74 +34,56 @@ function positiveInteger(name: string, value: number | undefined, fallback: numb
 }
 
 /**
- * Writes JSONL part files into `dir`. Each subtask writes `.<prefix>-<subtask>-<n>.jsonl.inprogress` and renames
- * it to `<prefix>-<subtask>-<n>.jsonl` when it rolls over or the input ends; numbering continues past the files of
- * earlier runs. After a failure the in-progress file is left in place. No empty files are created.
+ * Writes JSONL part files into `dir`, exactly once when the job checkpoints. Readers only ever see complete files
+ * named `<prefix>-<subtask>-<n>.jsonl`. A file is written as `.<prefix>-<subtask>-<n>.jsonl.<attempt>.inprogress`,
+ * renamed to `...<attempt>.pending` when pre-committed (closed, fsynced) and to its final name when committed.
+ * `n` continues past every part of the subtask in `dir`, final or hidden, of any run, so no final name is reused
+ * (neither a committed file's nor that of a pending committable a checkpoint may still commit). One sink (one
+ * prefix) per directory. No empty files are created.
+ *
+ * What the runtime calls, with checkpoints (`SinkContext.checkpointing` not false):
+ * - at start, per subtask: `commit` of the restored committables dealt to it and `cleanUpDangling(ctx, them)`
+ *   (in either order), before it acknowledges any checkpoint;
+ * - `prepareCommit(id)` at each barrier: the files rolled over since the last one and the current one, all pending;
+ * - `commit` of them once checkpoint `id` is complete; at the end of input a final checkpoint. `finish` renames
+ *   nothing; `close` leaves the in-progress file to the cleanup of a later attempt.
+ * Without checkpoints (`checkpointing: false`): a roll-over commits the finished file at once; at the end of input
+ * `prepareCommit` then `commit`, or `finish` alone, makes the last file visible.
+ * Leftovers of earlier attempts: `cleanUpDangling` deletes their in-progress files; their pending files, which may
+ * belong to another subtask's share of the restored checkpoint, are deleted by the first commit of a file of the
+ * current attempt (a checkpoint of this attempt is then complete, so every restored committable is committed).
  */
-export function jsonlFileSink<T>(options: JsonlFileSinkOptions<T>): Sink<T> {
+export function jsonlFileSink<T>(options: JsonlFileSinkOptions<T>): JsonlFileSink<T> {
   if (typeof options.dir !== 'string' || options.dir.length === 0) throw new ConfigError('JSONL file sink: `dir` is required');
   const prefix = options.prefix ?? 'part';
   if (!/^[A-Za-z0-9_-]+$/.test(prefix)) throw new ConfigError(`JSONL file sink: prefix "${prefix}" must match [A-Za-z0-9_-]+`);
-  const rollSize = positiveInteger('rollSizeBytes', options.rollSizeBytes, DEFAULT_ROLL_SIZE);
-  const bufferSize = positiveInteger('bufferSizeBytes', options.bufferSizeBytes, DEFAULT_BUFFER_SIZE);
-  const format = options.format ?? ((value: T) => JSON.stringify(value));
   const dir = options.dir;
+  const config = {
+    dir,
+    prefix,
+    rollSize: positiveInteger('rollSizeBytes', options.rollSizeBytes, DEFAULT_ROLL_SIZE),
+    bufferSize: positiveInteger('bufferSizeBytes', options.bufferSizeBytes, DEFAULT_BUFFER_SIZE),
+    format: options.format ?? ((value: T) => JSON.stringify(value)),
+  };
   return {
     name: options.name ?? `jsonl:${dir}`,
-    createWriter(ctx: SinkContext): SinkWriter<T> {
+    twoPhaseCommit: true,
+    createWriter(ctx: SinkContext): JsonlFileWriter<T> {
       try {
         mkdirSync(dir, { recursive: true });
       } catch (err) {
         throw new ConfigError(`JSONL file sink: cannot create output directory "${dir}"`, { cause: err });
       }
-      return new JsonlFileWriter(dir, prefix, ctx.subtask, rollSize, bufferSize, format);
+      return new JsonlFileWriter(config, ctx.subtask, writerAttempt(ctx.attempt), ctx.checkpointing !== false);
+    },
+    createCommitter(ctx: SinkContext): Committer<PartFileCommittable> {
+      return new JsonlFileCommitter(dir, prefix, ctx.attempt === undefined ? undefined : checkedAttempt(ctx.attempt));
+    },
+    // `keep` is not needed: what it lists is pending, and only in-progress files are deleted here.
+    async cleanUpDangling(ctx: SinkContext): Promise<void> {
+      // Without the run's attempt, files of this run's other writers would look like leftovers.
+      if (ctx.attempt === undefined) throw new ConfigError('JSONL file sink: cleanUpDangling needs SinkContext.attempt');
+      await cleanUpInProgressLeftovers(dir, prefix, checkedAttempt(ctx.attempt));
     },
   };
-}
-
-class JsonlFileWriter<T> implements SinkWriter<T> {
-  private current: PartFile | undefined;
-  private nextPart: number;
-
-  constructor(
-    private readonly dir: string,
-    private readonly prefix: string,
-    private readonly subtask: number,
-    private readonly rollSize: number,
-    private readonly bufferSize: number,
-    private readonly format: (value: T) => string,
-  ) {
-    this.nextPart = nextPartNumber(dir, prefix, subtask);
-  }
-
-  write(batch: RecordBatch<T>): void {
-    const values = batch.values;
-    for (let i = 0; i < values.length; i++) {
-      const file = this.current ?? this.open();
-      file.append(this.format(values[i] as T) + '\n');
-      if (file.reached(this.rollSize)) this.commitCurrent();
-    }
-  }
-
-  finish(): void {
-    if (this.current !== undefined) this.commitCurrent();
-  }
-
-  close(): void {
-    this.current?.abandon();
-    this.current = undefined;
-  }
-
-  private open(): PartFile {
-    const { finalPath, inProgressPath } = partFileNames(this.dir, this.prefix, this.subtask, this.nextPart++);
-    this.current = PartFile.create(finalPath, inProgressPath, this.bufferSize);
-    return this.current;
-  }
-
-  private commitCurrent(): void {
-    const file = this.current as PartFile;
-    this.current = undefined;
-    commitPartFile(file.closeForCommit());
-    file.markCommitted();
-  }
 }

@@ -1,36 +1,22 @@
-import { closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, fsyncSync, openSync, renameSync, writeSync } from 'node:fs';
 import { InternalError } from '../../core/index.ts';
+import type { PartFilePaths } from './part-file-names.ts';
 
 /**
- * Life of a part file, shaped for a two-phase-commit sink: 'in-progress' (open, being written, hidden name),
- * 'pending' (closed and synced, waiting for its commit), 'committed' (renamed to its final name).
+ * Life of a part file in a two-phase-commit sink: 'in-progress' (open, being written, hidden `.inprogress` name),
+ * 'pending' (closed and synced, waiting for its commit under a hidden `.pending` name), 'committed' (renamed to its
+ * final name by the committer, from its `PartFileCommittable`).
  */
 export type PartFileState = 'in-progress' | 'pending' | 'committed';
 
 /** What committing a pending part file needs; plain data so it can be kept in checkpointed state. */
 export interface PartFileCommittable {
-  readonly inProgressPath: string;
+  /** Hidden name the file waits under. */
+  readonly pendingPath: string;
+  /** Name the commit renames it to. */
   readonly finalPath: string;
+  /** Exact size in bytes at the pre-commit; the commit checks it. */
   readonly size: number;
-}
-
-/** Final and in-progress names of part `n` of a subtask: `part-0-3.jsonl` and `.part-0-3.jsonl.inprogress`. */
-export function partFileNames(dir: string, prefix: string, subtask: number, n: number): { finalPath: string; inProgressPath: string } {
-  const name = `${prefix}-${subtask}-${n}.jsonl`;
-  return { finalPath: join(dir, name), inProgressPath: join(dir, `.${name}.inprogress`) };
-}
-
-/** The first part number of a subtask past every part it left in `dir` (committed or not), so nothing is overwritten. */
-export function nextPartNumber(dir: string, prefix: string, subtask: number): number {
-  const escaped = prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  const pattern = new RegExp(`^\\.?${escaped}-${subtask}-(\\d+)\\.jsonl(\\..*)?$`);
-  let next = 0;
-  for (const name of readdirSync(dir)) {
-    const match = pattern.exec(name);
-    if (match !== null) next = Math.max(next, Number(match[1]) + 1);
-  }
-  return next;
 }
 
 /** One part file: buffers text and writes it with fs.writeSync (sink writers run on worker threads). */
@@ -41,8 +27,7 @@ export class PartFile {
   private stateNow: PartFileState = 'in-progress';
 
   private constructor(
-    readonly finalPath: string,
-    readonly inProgressPath: string,
+    readonly paths: PartFilePaths,
     private readonly bufferSize: number,
     fd: number,
   ) {
@@ -50,8 +35,8 @@ export class PartFile {
   }
 
   /** Creates the in-progress file; fails rather than overwrite an existing one. */
-  static create(finalPath: string, inProgressPath: string, bufferSize: number): PartFile {
-    return new PartFile(finalPath, inProgressPath, bufferSize, openSync(inProgressPath, 'wx'));
+  static create(paths: PartFilePaths, bufferSize: number): PartFile {
+    return new PartFile(paths, bufferSize, openSync(paths.inProgressPath, 'wx'));
   }
 
   get state(): PartFileState {
@@ -65,7 +50,7 @@ export class PartFile {
   }
 
   append(text: string): void {
-    if (this.stateNow !== 'in-progress') throw new InternalError(`part file ${this.inProgressPath} is ${this.stateNow}`);
+    if (this.stateNow !== 'in-progress') throw new InternalError(`part file ${this.paths.inProgressPath} is ${this.stateNow}`);
     this.buffered += text;
     if (this.buffered.length >= this.bufferSize) this.flush();
   }
@@ -79,20 +64,19 @@ export class PartFile {
     return this.size >= limit;
   }
 
-  /** Pre-commit: flush, sync and close; the file stays under its in-progress name until `commitPartFile`. */
+  /**
+   * Pre-commit: flush, sync, close and rename to the pending name, where the file waits for its commit. The caller
+   * syncs the directory before the committable is checkpointed.
+   */
   closeForCommit(): PartFileCommittable {
     const size = this.size;
     const fd = this.openFd();
     fsyncSync(fd);
     closeSync(fd);
     this.fd = undefined;
+    renameSync(this.paths.inProgressPath, this.paths.pendingPath);
     this.stateNow = 'pending';
-    return { inProgressPath: this.inProgressPath, finalPath: this.finalPath, size };
-  }
-
-  markCommitted(): void {
-    if (this.stateNow !== 'pending') throw new InternalError(`part file ${this.inProgressPath} committed while ${this.stateNow}`);
-    this.stateNow = 'committed';
+    return { pendingPath: this.paths.pendingPath, finalPath: this.paths.finalPath, size };
   }
 
   /** Failure path: close without flushing; the in-progress file stays for recovery to deal with. */
@@ -115,16 +99,7 @@ export class PartFile {
   }
 
   private openFd(): number {
-    if (this.fd === undefined) throw new InternalError(`part file ${this.inProgressPath} is closed`);
+    if (this.fd === undefined) throw new InternalError(`part file ${this.paths.inProgressPath} is closed`);
     return this.fd;
   }
-}
-
-/**
- * Commit: rename the pending file to its final name. Idempotent, as a commit replayed after a restore must be:
- * when the in-progress file is gone and the final one exists, the commit already happened.
- */
-export function commitPartFile(committable: PartFileCommittable): void {
-  if (!existsSync(committable.inProgressPath) && existsSync(committable.finalPath)) return;
-  renameSync(committable.inProgressPath, committable.finalPath);
 }

@@ -10,6 +10,8 @@ export interface WorkerInit {
   readonly flags: Record<string, unknown>;
   readonly jobOptions: JobOptions;
   readonly thread: number;
+  /** Identifies this run of the job, the same in every thread. */
+  readonly attempt: string;
   readonly fingerprint: string;
   readonly splits: [number, SourceSplit[]][];
   readonly ports: Record<string, MessagePort>;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { JobFailedError } from '../../core/index.ts';
@@ -41,6 +42,7 @@ export async function runOnThreads(options: ThreadedRunOptions): Promise<JobResu
     portsOf[ch.consumer]![ch.key] = port2;
   }
 
+  const attempt = randomUUID();
   const workers: Worker[] = [];
   const reports = Array.from({ length: threads }, (_, thread) => {
     const init: WorkerInit = {
@@ -48,6 +50,7 @@ export async function runOnThreads(options: ThreadedRunOptions): Promise<JobResu
       flags: options.flags,
       jobOptions: options.jobOptions,
       thread,
+      attempt,
       fingerprint: plan.fingerprint,
       splits: [...splits.entries()],
       ports: portsOf[thread]!,

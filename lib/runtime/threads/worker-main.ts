@@ -2,6 +2,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { InternalError, systemClock } from '../../core/index.ts';
 import { buildPhysicalPlan } from '../../graph/physical-plan.ts';
 import { buildJob, loadJobModule } from '../load-job.ts';
+import { NO_CHECKPOINTS } from '../checkpointing/participant.ts';
 import { deployTasks } from '../task-deployment.ts';
 import { memoryServices } from '../default-services.ts';
 import { runTasks } from '../run-tasks.ts';
@@ -27,6 +28,8 @@ async function main(init: WorkerInit): Promise<WorkerReport> {
     ports: new Map(Object.entries(init.ports)),
     services: memoryServices(),
     clock: systemClock,
+    checkpoints: NO_CHECKPOINTS,
+    attempt: init.attempt,
   });
   await runTasks(tasks);
   return { type: 'done', metrics: tasks.map((t) => t.metrics) };

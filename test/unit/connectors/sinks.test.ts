@@ -63,12 +63,14 @@ describe('printSink', () => {
 });
 
 describe('jsonlFileSink', () => {
+  // Without checkpoints: roll-overs and finish make files visible at once (two-phase commit: jsonl-file-sink-2pc.test.ts).
+  const direct = (subtask: number, parallelism: number): SinkContext => ({ ...ctx(subtask, parallelism), checkpointing: false, attempt: 'run1' });
   it('writes an in-progress hidden file and renames it to part-<subtask>-<n>.jsonl on finish', async () => {
     const dir = freshDir();
     const sink = jsonlFileSink<{ n: number }>({ dir });
-    const writer = await sink.createWriter(ctx(3, 4));
+    const writer = await sink.createWriter(direct(3, 4));
     await writer.write(batchOf([{ n: 1 }, { n: 2 }], [0, 0]));
-    expect(readdirSync(dir)).toEqual(['.part-3-0.jsonl.inprogress']);
+    expect(readdirSync(dir)).toEqual(['.part-3-0.jsonl.run1.inprogress']);
     await writer.finish?.();
     await writer.close?.();
     expect(readdirSync(dir)).toEqual(['part-3-0.jsonl']);
@@ -79,16 +81,16 @@ describe('jsonlFileSink', () => {
     const dir = freshDir();
     // Each line '"éééé"\n' is 7 characters but 11 bytes: counting characters would put 5 lines in a part.
     const sink = jsonlFileSink<string>({ dir, rollSizeBytes: 30, bufferSizeBytes: 7 });
-    const writer = await sink.createWriter(ctx(0, 1));
+    const writer = await sink.createWriter(direct(0, 1));
     await writer.write(batchOf(Array.from({ length: 7 }, () => 'éééé'), new Array(7).fill(0)));
     // 3 lines = 33 bytes >= 30: parts 0 and 1 are committed at the roll, part 2 holds the 7th line.
-    expect(readdirSync(dir).sort()).toEqual(['.part-0-2.jsonl.inprogress', 'part-0-0.jsonl', 'part-0-1.jsonl']);
+    expect(readdirSync(dir).sort()).toEqual(['.part-0-2.jsonl.run1.inprogress', 'part-0-0.jsonl', 'part-0-1.jsonl']);
     for (const name of ['part-0-0.jsonl', 'part-0-1.jsonl']) {
       expect(readFileSync(join(dir, name), 'utf8')).toBe('"éééé"\n'.repeat(3));
     }
     await writer.finish?.();
     expect(readFileSync(join(dir, 'part-0-2.jsonl'), 'utf8')).toBe('"éééé"\n');
-    const empty = await sink.createWriter(ctx(1, 2));
+    const empty = await sink.createWriter(direct(1, 2));
     await empty.finish?.();
     expect(readdirSync(dir).filter((n) => n.startsWith('part-1'))).toEqual([]);
   });
@@ -101,18 +103,18 @@ describe('jsonlFileSink', () => {
     writeFileSync(join(dir, '.part-0-5.jsonl.inprogress'), 'stale\n');
     writeFileSync(join(dir, 'part-1-9.jsonl'), 'other subtask\n');
     const sink = jsonlFileSink<number>({ dir, format: (v) => `v=${v}` });
-    const failing = await sink.createWriter(ctx(0, 2));
+    const failing = await sink.createWriter(direct(0, 2));
     await failing.write(batchOf([1, 2], [0, 0]));
     await failing.close?.(); // no finish: a failure
-    expect(existsSync(join(dir, '.part-0-6.jsonl.inprogress'))).toBe(true);
+    expect(existsSync(join(dir, '.part-0-6.jsonl.run1.inprogress'))).toBe(true);
     expect(existsSync(join(dir, 'part-0-6.jsonl'))).toBe(false);
     expect(readFileSync(join(dir, 'part-0-4.jsonl'), 'utf8')).toBe('old\n');
-    const next = await sink.createWriter(ctx(0, 2));
+    const next = await sink.createWriter(direct(0, 2));
     await next.write(batchOf([3], [0]));
     await next.finish?.();
     await next.close?.();
     expect(readFileSync(join(dir, 'part-0-7.jsonl'), 'utf8')).toBe('v=3\n');
-    const other = await sink.createWriter(ctx(1, 2));
+    const other = await sink.createWriter(direct(1, 2));
     await other.write(batchOf([4], [0]));
     await other.finish?.();
     expect(readFileSync(join(dir, 'part-1-10.jsonl'), 'utf8')).toBe('v=4\n');

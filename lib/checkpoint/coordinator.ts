@@ -1,0 +1,431 @@
+import { InternalError } from '../core/index.ts';
+import { compileCoordinatorOptions } from './coordinator-options.ts';
+import type { CheckpointCoordinatorOptions, CompiledCoordinatorOptions } from './coordinator-options.ts';
+import type {
+  AckOutcome,
+  CheckpointHistoryEntry,
+  CoordinatorCommand,
+  CoordinatorState,
+  InFlightCheckpoint,
+} from './coordinator-protocol.ts';
+import { compareTaskIds, describeTask, sameTask } from './task-ids.ts';
+import { CHECKPOINT_FORMAT_VERSION } from './types.ts';
+import type { CheckpointMetadata, TaskId, TaskStateHandle } from './types.ts';
+
+/**
+ * The checkpoint coordinator as a pure state machine: every input is an event with the current time, every method
+ * returns the next coordinator and the commands a driver must carry out, in order. No timers: the driver calls
+ * `tick` at `nextWakeup`. Every input first expires an in-flight checkpoint past its timeout, so the outcome does
+ * not depend on how punctually the driver ticks.
+ *
+ * At most one checkpoint is in flight. Periodic checkpoints are triggered `intervalMs` after the previous trigger
+ * and at least `minPauseMs` after the previous checkpoint ended. Savepoints are never skipped: one requested while
+ * a checkpoint is in flight is queued and triggered as soon as it ends. When every source has finished, the final
+ * checkpoint is triggered at once (or as soon as the in-flight one and queued savepoints are done), retried at once
+ * if it fails, and no checkpoint follows it.
+ */
+export interface CoordinatorInit {
+  /** Every task of the physical plan; for each vertex, subtasks 0..parallelism-1. */
+  readonly tasks: readonly TaskId[];
+  readonly maxParallelism: number;
+  /** Epoch ms; the first periodic checkpoint is triggered `intervalMs` later. */
+  readonly now: number;
+  /**
+   * The checkpoint restored from, or the highest id an earlier attempt of this run used (its coordinator's
+   * `lastCheckpointId`): new ids start after it, so an aborted checkpoint's leftovers never share an id. @default 0
+   */
+  readonly lastCheckpointId?: number;
+  /** Complete checkpoints already in storage, which retention counts (and discards once newer ones complete). */
+  readonly retainedCheckpointIds?: readonly number[];
+  /** History of an earlier attempt of the same run (its `state.history`, oldest first), kept for the REST API. */
+  readonly history?: readonly CheckpointHistoryEntry[];
+}
+
+export interface CoordinatorStep {
+  readonly coordinator: CheckpointCoordinator;
+  readonly commands: readonly CoordinatorCommand[];
+}
+
+export interface AckStep extends CoordinatorStep {
+  readonly outcome: AckOutcome;
+}
+
+export interface AbortStep extends CoordinatorStep {
+  /** `ignored` when the checkpoint is not the one in flight (already ended, or never triggered). */
+  readonly outcome: 'aborted' | 'ignored';
+}
+
+export interface SavepointStep extends CoordinatorStep {
+  /** Answered by the trigger command carrying this `savepointRequestId`, or by a `savepointRejected` command. */
+  readonly requestId: number;
+}
+
+type Draft = { -readonly [K in keyof CoordinatorState]: CoordinatorState[K] };
+type Out = CoordinatorCommand[];
+
+export class CheckpointCoordinator {
+  private constructor(
+    readonly options: CompiledCoordinatorOptions,
+    /** Plain data: store it and `resume` from it in a stateless driver. */
+    readonly state: CoordinatorState,
+  ) {}
+
+  /** Validates the options (ConfigError) and the plan (InternalError) once. */
+  static start(options: CheckpointCoordinatorOptions, init: CoordinatorInit): CheckpointCoordinator {
+    const compiled = compileCoordinatorOptions(options);
+    const parallelism = planParallelism(init.tasks);
+    if (!Number.isSafeInteger(init.maxParallelism) || init.maxParallelism < 1) {
+      throw new InternalError(`maxParallelism must be a positive integer, got ${String(init.maxParallelism)}`);
+    }
+    const retained = [...new Set(init.retainedCheckpointIds ?? [])].sort((a, b) => a - b);
+    const history = (init.history ?? []).slice(-compiled.historySize);
+    const lastCheckpointId = Math.max(init.lastCheckpointId ?? 0, ...retained, ...history.map((h) => h.checkpointId));
+    for (const id of [lastCheckpointId, ...retained]) {
+      if (!Number.isSafeInteger(id) || id < 0) throw new InternalError(`checkpoint ids must be non-negative integers, got ${id}`);
+    }
+    return new CheckpointCoordinator(compiled, {
+      status: 'running',
+      maxParallelism: init.maxParallelism,
+      parallelism,
+      expectedTasks: [...init.tasks].sort(compareTaskIds),
+      finishedTasks: [],
+      lastCheckpointId,
+      lastTriggerAt: init.now,
+      lastEndedAt: undefined,
+      inFlight: undefined,
+      queuedSavepoints: [],
+      nextSavepointRequestId: 1,
+      finalRequested: false,
+      retained,
+      history,
+    });
+  }
+
+  /** Continues from a state an earlier step returned (e.g. read back by a Lambda). */
+  static resume(options: CompiledCoordinatorOptions, state: CoordinatorState): CheckpointCoordinator {
+    return new CheckpointCoordinator(options, state);
+  }
+
+  get status(): CoordinatorState['status'] {
+    return this.state.status;
+  }
+
+  get inFlight(): InFlightCheckpoint | undefined {
+    return this.state.inFlight;
+  }
+
+  /** The highest id triggered so far; pass it as `lastCheckpointId` to the coordinator of the next attempt. */
+  get lastCheckpointId(): number {
+    return this.state.lastCheckpointId;
+  }
+
+  get retainedCheckpointIds(): readonly number[] {
+    return this.state.retained;
+  }
+
+  /** Newest first. */
+  history(): CheckpointHistoryEntry[] {
+    return this.state.history.slice().reverse();
+  }
+
+  /**
+   * When the driver should call `tick` next (epoch ms, never before `now`); undefined when nothing is due until
+   * another event arrives (metadata commit pending, coordinator stopped or finished).
+   */
+  nextWakeup(now: number): number | undefined {
+    const s = this.state;
+    if (s.inFlight !== undefined) {
+      return s.inFlight.phase === 'acknowledging' ? Math.max(now, s.inFlight.triggeredAt + this.options.timeoutMs) : undefined;
+    }
+    if (s.status !== 'running') return undefined;
+    if (s.finalRequested || s.queuedSavepoints.length > 0) return now;
+    return Math.max(now, nextPeriodicAt(this.options, s));
+  }
+
+  /** Expires a checkpoint past its timeout; triggers a periodic checkpoint when one is due. */
+  tick(now: number): CoordinatorStep {
+    return this.run(now, (d, out) => {
+      if (d.status !== 'running' || d.inFlight !== undefined) return;
+      if (d.finalRequested || d.queuedSavepoints.length > 0) startQueued(this.options, d, now, out);
+      else if (now >= nextPeriodicAt(this.options, d)) trigger(this.options, d, now, out, false, false, undefined);
+    }).step;
+  }
+
+  /** Triggers a savepoint now, or as soon as the in-flight checkpoint ends; rejected once stopped or finished. */
+  triggerSavepoint(now: number): SavepointStep {
+    const { step, result } = this.run(now, (d, out) => {
+      const requestId = d.nextSavepointRequestId;
+      d.nextSavepointRequestId = requestId + 1;
+      if (d.status !== 'running') {
+        out.push({ kind: 'savepointRejected', requestId, reason: notRunningReason(d.status) });
+      } else {
+        d.queuedSavepoints = [...d.queuedSavepoints, requestId];
+        startQueued(this.options, d, now, out);
+      }
+      return requestId;
+    });
+    return { ...step, requestId: result };
+  }
+
+  /** A task wrote its state for `checkpointId`. Once every expected task has, the metadata is committed. */
+  ack(checkpointId: number, handle: TaskStateHandle, now: number): AckStep {
+    const { step, result } = this.run(now, (d, out): AckOutcome => {
+      const f = d.inFlight;
+      if (f === undefined || f.checkpointId !== checkpointId) return checkpointId > d.lastCheckpointId ? 'unknown' : 'late';
+      if (f.acknowledged.some((h) => sameTask(h.task, handle.task))) return 'duplicate';
+      const index = f.waitingFor.findIndex((t) => sameTask(t, handle.task));
+      if (index < 0) return 'unexpectedTask';
+      d.inFlight = { ...f, waitingFor: without(f.waitingFor, index), acknowledged: [...f.acknowledged, handle] };
+      d.history = updateHistory(d.history, checkpointId, (e) => ({
+        ...e,
+        bytes: e.bytes + handle.bytes,
+        acknowledgedTasks: e.acknowledgedTasks + 1,
+      }));
+      if (d.inFlight.waitingFor.length === 0) startCommit(d, now, out);
+      return 'accepted';
+    });
+    return { ...step, outcome: result };
+  }
+
+  /**
+   * Aborts `checkpointId` if it is in flight: a task declined it (its snapshot failed, or a newer barrier subsumed
+   * it), or the driver's metadata commit failed.
+   */
+  abort(checkpointId: number, reason: string, now: number): AbortStep {
+    const { step, result } = this.run(now, (d, out) => {
+      if (d.inFlight?.checkpointId !== checkpointId) return 'ignored' as const;
+      fail(d, now, out, reason);
+      startQueued(this.options, d, now, out);
+      return 'aborted' as const;
+    });
+    return { ...step, outcome: result };
+  }
+
+  /**
+   * A task failed: the job restarts (with a new coordinator) or fails. A checkpoint still waiting for acks is
+   * aborted, queued savepoints are rejected and nothing is triggered any more. A checkpoint whose metadata is being
+   * committed is left to finish: every task acknowledged it, so it is valid, and the restart may restore it.
+   */
+  taskFailed(task: TaskId, reason: string, now: number): CoordinatorStep {
+    return this.run(now, (d, out) => {
+      if (d.status !== 'running') return;
+      d.status = 'stopped';
+      const why = `${describeTask(task)} failed: ${reason}`;
+      if (d.inFlight?.phase === 'acknowledging') fail(d, now, out, why);
+      rejectQueued(d, out, `the savepoint was not triggered because ${why}`);
+    }).step;
+  }
+
+  /**
+   * A task finished for good (all its input read and emitted). Later checkpoints do not wait for it; one in
+   * flight that it has not acknowledged completes without it, recording it in the metadata's `finishedTasks`.
+   */
+  taskFinished(task: TaskId, now: number): CoordinatorStep {
+    return this.run(now, (d, out) => {
+      const index = d.expectedTasks.findIndex((t) => sameTask(t, task));
+      if (index < 0) {
+        if (d.finishedTasks.some((t) => sameTask(t, task))) return;
+        throw new InternalError(`${describeTask(task)} finished, but it is not a task of the plan`);
+      }
+      d.expectedTasks = without(d.expectedTasks, index);
+      d.finishedTasks = [...d.finishedTasks, task].sort(compareTaskIds);
+      const f = d.inFlight;
+      if (f?.phase !== 'acknowledging') return;
+      const waiting = f.waitingFor.findIndex((t) => sameTask(t, task));
+      if (waiting < 0) return;
+      d.inFlight = { ...f, waitingFor: without(f.waitingFor, waiting) };
+      d.history = updateHistory(d.history, f.checkpointId, (e) => ({ ...e, totalTasks: e.totalTasks - 1 }));
+      if (d.inFlight.waitingFor.length === 0) startCommit(d, now, out);
+    }).step;
+  }
+
+  /** Every source read all its input: take the final checkpoint at once, even inside the interval. */
+  allSourcesFinished(now: number): CoordinatorStep {
+    return this.run(now, (d, out) => {
+      if (d.status !== 'running' || d.finalRequested) return;
+      d.finalRequested = true;
+      startQueued(this.options, d, now, out);
+    }).step;
+  }
+
+  /**
+   * The driver committed the metadata of `checkpointId`: it is complete. Tasks are notified (unless the
+   * coordinator stopped after a task failure), old checkpoints beyond `retain` are discarded, and queued work
+   * starts. Committing anything but the checkpoint awaiting its commit is a driver bug.
+   */
+  metadataCommitted(checkpointId: number, now: number): CoordinatorStep {
+    return this.run(now, (d, out) => {
+      const f = d.inFlight;
+      if (f === undefined || f.checkpointId !== checkpointId || f.phase !== 'committing') {
+        const actual = f === undefined ? 'no checkpoint is in flight' : `checkpoint ${f.checkpointId} is ${f.phase}`;
+        throw new InternalError(`metadata of checkpoint ${checkpointId} reported committed, but ${actual}`);
+      }
+      d.inFlight = undefined;
+      d.lastEndedAt = now;
+      d.history = updateHistory(d.history, checkpointId, (e) => ({ ...e, status: 'completed', durationMs: now - f.triggeredAt }));
+      if (d.status === 'running') out.push({ kind: 'notifyComplete', checkpointId, final: f.final });
+      if (!f.savepoint) {
+        const retained = [...d.retained, checkpointId];
+        const excess = retained.length - this.options.retain;
+        d.retained = excess > 0 ? retained.slice(excess) : retained;
+        if (excess > 0) out.push({ kind: 'discard', checkpointIds: retained.slice(0, excess) });
+      }
+      if (f.final && d.status === 'running') {
+        d.status = 'finished';
+        rejectQueued(d, out, notRunningReason('finished'));
+      }
+      startQueued(this.options, d, now, out);
+    }).step;
+  }
+
+  private run<R>(now: number, body: (d: Draft, out: Out) => R): { step: CoordinatorStep; result: R } {
+    const d: Draft = { ...this.state };
+    const out: Out = [];
+    expire(this.options, d, now, out);
+    const result = body(d, out);
+    return { step: { coordinator: new CheckpointCoordinator(this.options, d), commands: out }, result };
+  }
+}
+
+/** Parallelism by vertex; each vertex must list subtasks 0..p-1 exactly once. */
+function planParallelism(tasks: readonly TaskId[]): Record<number, number> {
+  const subtasks = new Map<number, Set<number>>();
+  for (const t of tasks) {
+    if (!Number.isSafeInteger(t.vertex) || t.vertex < 0 || !Number.isSafeInteger(t.subtask) || t.subtask < 0) {
+      throw new InternalError(`invalid task id ${JSON.stringify(t)} in the checkpoint plan`);
+    }
+    const set = subtasks.get(t.vertex) ?? new Set<number>();
+    if (set.has(t.subtask)) throw new InternalError(`${describeTask(t)} is listed twice in the checkpoint plan`);
+    subtasks.set(t.vertex, set.add(t.subtask));
+  }
+  if (subtasks.size === 0) throw new InternalError('the checkpoint plan has no tasks');
+  const parallelism: Record<number, number> = {};
+  for (const [vertex, set] of subtasks) {
+    for (let s = 0; s < set.size; s++) {
+      if (!set.has(s)) throw new InternalError(`vertex ${vertex} of the checkpoint plan has ${set.size} subtasks but lacks subtask ${s}`);
+    }
+    parallelism[vertex] = set.size;
+  }
+  return parallelism;
+}
+
+function nextPeriodicAt(options: CompiledCoordinatorOptions, s: CoordinatorState): number {
+  const afterPause = s.lastEndedAt === undefined ? Number.NEGATIVE_INFINITY : s.lastEndedAt + options.minPauseMs;
+  return Math.max(s.lastTriggerAt + options.intervalMs, afterPause);
+}
+
+function notRunningReason(status: CoordinatorState['status']): string {
+  return status === 'finished' ? 'the job finished' : 'the job is stopping after a task failure';
+}
+
+function without<T>(items: readonly T[], index: number): T[] {
+  return [...items.slice(0, index), ...items.slice(index + 1)];
+}
+
+function updateHistory(
+  history: readonly CheckpointHistoryEntry[],
+  checkpointId: number,
+  change: (entry: CheckpointHistoryEntry) => CheckpointHistoryEntry,
+): CheckpointHistoryEntry[] {
+  return history.map((e) => (e.checkpointId === checkpointId ? change(e) : e));
+}
+
+function expire(options: CompiledCoordinatorOptions, d: Draft, now: number, out: Out): void {
+  const f = d.inFlight;
+  if (f?.phase !== 'acknowledging' || now < f.triggeredAt + options.timeoutMs) return;
+  const first = f.waitingFor[0];
+  const example = first === undefined ? '' : `, among them ${describeTask(first)}`;
+  fail(d, now, out, `checkpoint ${f.checkpointId} expired after ${options.timeoutMs} ms waiting for ${f.waitingFor.length} task(s)${example}`);
+  startQueued(options, d, now, out);
+}
+
+function fail(d: Draft, now: number, out: Out, reason: string): void {
+  const f = d.inFlight;
+  if (f === undefined) throw new InternalError('no checkpoint in flight to abort');
+  out.push({ kind: 'abort', checkpointId: f.checkpointId, reason });
+  d.history = updateHistory(d.history, f.checkpointId, (e) => ({
+    ...e,
+    status: 'failed',
+    durationMs: now - f.triggeredAt,
+    failureReason: reason,
+  }));
+  d.inFlight = undefined;
+  d.lastEndedAt = now;
+}
+
+function rejectQueued(d: Draft, out: Out, reason: string): void {
+  for (const requestId of d.queuedSavepoints) out.push({ kind: 'savepointRejected', requestId, reason });
+  d.queuedSavepoints = [];
+}
+
+/** Savepoints first, in request order, then the final checkpoint; each waits for nothing but the in-flight one. */
+function startQueued(options: CompiledCoordinatorOptions, d: Draft, now: number, out: Out): void {
+  if (d.inFlight !== undefined || d.status !== 'running') return;
+  const [requestId, ...rest] = d.queuedSavepoints;
+  if (requestId !== undefined) {
+    d.queuedSavepoints = rest;
+    trigger(options, d, now, out, true, false, requestId);
+  } else if (d.finalRequested) {
+    trigger(options, d, now, out, false, true, undefined);
+  }
+}
+
+function trigger(
+  options: CompiledCoordinatorOptions,
+  d: Draft,
+  now: number,
+  out: Out,
+  savepoint: boolean,
+  final: boolean,
+  savepointRequestId: number | undefined,
+): void {
+  const checkpointId = d.lastCheckpointId + 1;
+  d.lastCheckpointId = checkpointId;
+  d.lastTriggerAt = now;
+  d.inFlight = {
+    checkpointId,
+    savepoint,
+    final,
+    savepointRequestId,
+    triggeredAt: now,
+    phase: 'acknowledging',
+    waitingFor: d.expectedTasks,
+    acknowledged: [],
+  };
+  const entry: CheckpointHistoryEntry = {
+    checkpointId,
+    status: 'in-progress',
+    savepoint,
+    final,
+    triggeredAt: now,
+    durationMs: undefined,
+    bytes: 0,
+    acknowledgedTasks: 0,
+    totalTasks: d.expectedTasks.length,
+    failureReason: undefined,
+  };
+  d.history = [...d.history, entry].slice(-options.historySize);
+  out.push({ kind: 'trigger', checkpointId, savepoint, timestamp: now, final, savepointRequestId });
+  // With every task finished there is nothing to wait for.
+  if (d.expectedTasks.length === 0) startCommit(d, now, out);
+}
+
+function startCommit(d: Draft, now: number, out: Out): void {
+  const f = d.inFlight;
+  if (f === undefined) throw new InternalError('no checkpoint in flight to commit');
+  d.inFlight = { ...f, phase: 'committing' };
+  const tasks = f.acknowledged.slice().sort((a, b) => compareTaskIds(a.task, b.task));
+  const finishedTasks = d.finishedTasks.filter((t) => !tasks.some((h) => sameTask(h.task, t)));
+  const metadata: CheckpointMetadata = {
+    version: CHECKPOINT_FORMAT_VERSION,
+    checkpointId: f.checkpointId,
+    savepoint: f.savepoint,
+    triggeredAt: f.triggeredAt,
+    completedAt: now,
+    maxParallelism: d.maxParallelism,
+    parallelism: d.parallelism,
+    tasks,
+    ...(finishedTasks.length > 0 ? { finishedTasks } : {}),
+  };
+  out.push({ kind: 'commitMetadata', metadata });
+}

@@ -1,0 +1,38 @@
+import type { PhysicalPlan } from '../../graph/physical-plan.ts';
+import type { TaskId } from '../../checkpoint/types.ts';
+import type { CheckpointMetadata } from '../../checkpoint/types.ts';
+import type { CheckpointStorage } from '../../storage/checkpoint-storage.ts';
+import { restartDelay, type RestartStrategy } from './checkpointing-config.ts';
+
+export function allTasks(plan: PhysicalPlan): TaskId[] {
+  return plan.vertices.flatMap((v) => Array.from({ length: v.parallelism }, (_, subtask) => ({ vertex: v.id, subtask })));
+}
+
+export function sourceTasks(plan: PhysicalPlan): TaskId[] {
+  return allTasks(plan).filter((t) => plan.vertices[t.vertex]!.source !== undefined);
+}
+
+/**
+ * Runs attempts of a job until one succeeds or the restart strategy gives up. Each restart starts from the
+ * latest complete checkpoint in storage and says so.
+ */
+export async function runAttempts<T>(options: {
+  strategy: RestartStrategy;
+  storage: CheckpointStorage;
+  first: CheckpointMetadata | undefined;
+  log: (line: string) => void;
+  attempt: (restoreFrom: CheckpointMetadata | undefined) => Promise<T>;
+}): Promise<T> {
+  let restoreFrom = options.first;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await options.attempt(restoreFrom);
+    } catch (err) {
+      const delay = restartDelay(options.strategy, attempt);
+      if (delay === undefined) throw err;
+      options.log(`job failed: ${err instanceof Error ? err.message : String(err)}; restart ${attempt} in ${delay} ms`);
+      await new Promise((r) => setTimeout(r, delay));
+      restoreFrom = await options.storage.latestComplete((id, reason) => options.log(`warning: skipping checkpoint ${id}: ${reason}`));
+    }
+  }
+}

@@ -1,0 +1,69 @@
+import type { TaskId, TaskStateHandle } from '../../checkpoint/types.ts';
+import { taskStateFileName } from '../../checkpoint/naming.ts';
+import type { CheckpointStorage } from '../../storage/checkpoint-storage.ts';
+import { encodeTaskSnapshot } from '../../storage/task-state-codec.ts';
+import type { TaskSnapshot } from '../../storage/task-snapshot.ts';
+import type { CheckpointParticipant } from './participant.ts';
+
+/** What a thread's hub reports to the coordinator (directly in-thread, by message from a worker thread). */
+export interface CoordinatorLink {
+  ack(checkpointId: number, handle: TaskStateHandle): void;
+  decline(checkpointId: number, task: TaskId, reason: string): void;
+  sourceFinished(task: TaskId): void;
+}
+
+/**
+ * The checkpoint side of one thread: writes its tasks' snapshots (the asynchronous phase, off the task loop),
+ * acknowledges them, and hands completion notifications to its tasks.
+ */
+export class CheckpointHub implements CheckpointParticipant {
+  readonly enabled = true;
+  private completedUpTo = Number.NEGATIVE_INFINITY;
+  private waiters: { id: number; resolve: () => void }[] = [];
+  private readonly listeners: ((checkpointId: number) => void)[] = [];
+
+  constructor(
+    private readonly storage: CheckpointStorage,
+    private readonly link: CoordinatorLink,
+  ) {}
+
+  acknowledge(vertexName: string, checkpointId: number, snapshot: TaskSnapshot): void {
+    const task = { vertex: snapshot.vertex, subtask: snapshot.subtask };
+    const name = taskStateFileName(task);
+    void (async () => {
+      try {
+        const written = await this.storage.writeTaskState(checkpointId, name, encodeTaskSnapshot(snapshot));
+        this.link.ack(checkpointId, { task, vertexName, ...written });
+      } catch (err) {
+        this.link.decline(checkpointId, task, err instanceof Error ? err.message : String(err));
+      }
+    })();
+  }
+
+  sourceFinished(task: TaskId): void {
+    this.link.sourceFinished(task);
+  }
+
+  /** Tasks register to receive completion notifications (they run them from their mailbox). */
+  onComplete(listener: (checkpointId: number) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** The coordinator says checkpoint `checkpointId` is complete. */
+  notifyComplete(checkpointId: number): void {
+    for (const l of this.listeners) l(checkpointId);
+    if (checkpointId > this.completedUpTo) this.completedUpTo = checkpointId;
+    const ready = this.waiters.filter((w) => w.id <= checkpointId);
+    this.waiters = this.waiters.filter((w) => w.id > checkpointId);
+    for (const w of ready) w.resolve();
+  }
+
+  isCompleted(checkpointId: number): boolean {
+    return checkpointId <= this.completedUpTo;
+  }
+
+  completed(checkpointId: number): Promise<void> {
+    if (this.isCompleted(checkpointId)) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ id: checkpointId, resolve }));
+  }
+}

@@ -1,0 +1,52 @@
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { open } from 'node:fs/promises';
+
+/** Writes `data` to a new file and fsyncs it, so a later rename publishes bytes that are on disk. */
+export async function writeFileDurably(path: string, data: Uint8Array): Promise<void> {
+  const handle = await open(path, 'wx');
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Makes a directory's entries (renames, new files, new subdirectories) durable. Windows cannot open a directory for
+ * fsync; there the rename itself is as durable as the platform allows.
+ */
+export async function fsyncDirectory(path: string): Promise<void> {
+  if (process.platform === 'win32') return;
+  const handle = await open(path, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+const HASH_SLICE = 8 * 1024 * 1024;
+
+/** Hex SHA-256 of bytes in memory; yields between slices so hashing a large snapshot does not stall the thread. */
+export async function sha256Hex(data: Uint8Array): Promise<string> {
+  const hash = createHash('sha256');
+  for (let offset = 0; offset < data.byteLength; offset += HASH_SLICE) {
+    if (offset > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    hash.update(data.subarray(offset, offset + HASH_SLICE));
+  }
+  return hash.digest('hex');
+}
+
+/** Size and hex SHA-256 of a file, streamed so verifying a checkpoint does not load it into memory. */
+export async function fileSizeAndSha256(path: string): Promise<{ bytes: number; sha256: string }> {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) {
+    const buf = chunk as Buffer;
+    bytes += buf.length;
+    hash.update(buf);
+  }
+  return { bytes, sha256: hash.digest('hex') };
+}

@@ -1,0 +1,6 @@
+export * from './checkpoint-storage.ts';
+export * from './errors.ts';
+export * from './task-snapshot.ts';
+export * from './task-state-codec.ts';
+export * from './metadata-codec.ts';
+export * from './fs/file-checkpoint-storage.ts';

@@ -1,0 +1,21 @@
+import type { KeyedStateSnapshot } from '../state/index.ts';
+
+/** The state of one operator of a chained task, as plain data. */
+export interface OperatorSnapshot {
+  readonly nodeId: number;
+  readonly keyed?: KeyedStateSnapshot;
+  readonly timers?: unknown;
+  /** Non-keyed state, e.g. a two-phase-commit sink's committables; redistributed as a list on rescaling. */
+  readonly operatorState?: unknown[];
+  readonly watermark: number;
+}
+
+/** Everything one task (vertex, subtask) contributes to a checkpoint; encoded by task-state-codec.ts. */
+export interface TaskSnapshot {
+  readonly vertex: number;
+  readonly subtask: number;
+  /** Positions of the source splits the task owns, when the task runs a source. */
+  readonly sourceSplits?: unknown[];
+  readonly splitWatermarks?: unknown;
+  readonly operators: OperatorSnapshot[];
+}
