@@ -17,6 +17,40 @@ export const COMMON_FLAGS = {
     default: DEFAULT_MAX_PARALLELISM,
     description: 'number of key groups: the highest parallelism keyed operators can ever use (fixed for the life of the job state)',
   },
+  checkpointDir: {
+    type: 'string',
+    description:
+      'folder for checkpoints: enables exactly-once checkpointing; running the same command again resumes from the latest complete checkpoint',
+  },
+  checkpointIntervalMs: {
+    type: 'number',
+    integer: true,
+    min: 1,
+    default: 5000,
+    description: 'time between checkpoints (with --checkpoint-dir)',
+  },
+  fresh: { type: 'boolean', description: 'discard the checkpoints in --checkpoint-dir and start from the beginning' },
+  restartStrategy: {
+    type: 'string',
+    choices: ['fixed-delay', 'exponential-backoff', 'none'],
+    default: 'fixed-delay',
+    description: 'how a failed job restarts from its latest checkpoint (with --checkpoint-dir)',
+  },
+  restartAttempts: { type: 'number', integer: true, min: 0, default: 3, description: 'restarts before the job fails' },
+  restartDelayMs: {
+    type: 'number',
+    integer: true,
+    min: 0,
+    default: 1000,
+    description: 'delay before a restart (the first one, with exponential-backoff, which doubles it each time)',
+  },
+  restartMaxDelayMs: {
+    type: 'number',
+    integer: true,
+    min: 0,
+    default: 60000,
+    description: 'longest delay between restarts with exponential-backoff',
+  },
 } as const satisfies FlagSpecs;
 
 /** Keys a job flag may not use: the common flags and commander's `--help`. */

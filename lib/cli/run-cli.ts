@@ -10,6 +10,7 @@ import { ExitCode } from './exit-codes.ts';
 import { flagLabel } from './flag-names.ts';
 import { checkFlagSpecs } from './flag-specs.ts';
 import { FlagValueError, parseFlagValues } from './flag-values.ts';
+import { toRunSettings } from './run-settings.ts';
 import { findJobArgument } from './job-argument.ts';
 import { buildProgram, type RunRequest } from './program.ts';
 import { exitCodeOf, formatFailure, formatSummary } from './report.ts';
@@ -101,15 +102,24 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Ex
     }
   };
   const raw = request;
-  const jobOptions = check(() => toJobOptions(parseFlagValues(COMMON_FLAGS, raw.common)));
+  const common = check(() => parseFlagValues(COMMON_FLAGS, raw.common));
+  const jobOptions = common === undefined ? undefined : check(() => toJobOptions(common));
+  const settings = common === undefined ? undefined : check(() => toRunSettings(common));
   const flags = check(() => parseFlagValues(job.flags, raw.job));
-  if (jobOptions === undefined || flags === undefined) {
+  if (jobOptions === undefined || flags === undefined || settings === undefined) {
     printLines([...problems.map((p) => `error: ${p}`), `(run "sluice run ${jobArg} --help" to list the flags)`]);
     return ExitCode.usage;
   }
 
   try {
-    const result = await deps.runJob({ modulePath: resolve(request.jobPath), flags, jobOptions });
+    const result = await deps.runJob({
+      modulePath: resolve(request.jobPath),
+      flags,
+      jobOptions,
+      checkpointing: settings.checkpointing,
+      restart: settings.restart,
+      log: (line) => printLines([line]),
+    });
     printLines([formatSummary(job.name, result)]);
     return ExitCode.ok;
   } catch (err) {

@@ -85,7 +85,7 @@ export async function runInThisThread(env: StreamEnvironment, options: InThreadR
           .map((c) => c.checkpointId),
         dispatch: {
           trigger: (barrier) => tasks.forEach((t) => t.triggerCheckpoint(barrier)),
-          notifyComplete: (id) => hub.notifyComplete(id),
+          notifyComplete: (id, final) => hub.notifyComplete(id, final),
         },
         log,
       });

@@ -46,9 +46,6 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
   }
   let reader: SourceReader<unknown> | undefined;
   let idle = false;
-  let finished = false;
-  /** The newest checkpoint taken after the end of input: the job may end once it is complete. */
-  let finalCheckpoint: number | undefined;
 
   const takeCheckpoint = async (barrier: BarrierElement): Promise<void> => {
     const operators = await chain.snapshot(barrier.checkpointId);
@@ -61,7 +58,6 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
     };
     chain.broadcast(barrier);
     checkpoints.acknowledge(setup.vertexName, barrier.checkpointId, snapshot);
-    if (finished) finalCheckpoint = barrier.checkpointId;
   };
   const betweenBatches = async (): Promise<void> => {
     // Processing-time callbacks of chained operators and checkpoint requests run between batches.
@@ -117,14 +113,13 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
     await chain.drain();
     await chain.endInput();
     chain.broadcast(END_OF_DATA);
-    finished = true;
     if (checkpoints.enabled) {
-      // Wait for a checkpoint taken after the end of data: once it is complete, everything is durable and
-      // committed. An aborted one is followed by another trigger.
+      // Keep taking part in checkpoints until the final one (triggered once every source finished) is complete:
+      // then everything is durable and committed. An aborted final checkpoint is retried by the coordinator.
       checkpoints.sourceFinished({ vertex: setup.vertex, subtask: setup.subtask });
       for (;;) {
         await betweenBatches();
-        if (finalCheckpoint !== undefined && checkpoints.isCompleted(finalCheckpoint)) break;
+        if (checkpoints.finalCompleted()) break;
         await gate.waitFor(FINAL_CHECKPOINT_POLL_MS);
       }
     }

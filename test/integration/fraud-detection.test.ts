@@ -244,7 +244,7 @@ describe('examples/fraud-detection.ts through the sluice CLI', () => {
     const run = await runSluice(['run', JOB, '--help']);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/--max-delay-ms <number>[\s\S]*default: 5000/);
-    expect(run.stdout).toMatch(/--window-ms <number>[\s\S]*default: 10000/);
+    expect(run.stdout).toMatch(/--window-ms <number>[\s\S]*default:\s+10000/);
     expect(run.stdout).toContain('--late-output <value>');
     expect(run.stdout).toContain('--dead-letter <value>');
     expect(run.stdout).toContain('--parallelism <number>');

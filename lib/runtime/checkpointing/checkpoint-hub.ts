@@ -19,6 +19,7 @@ export interface CoordinatorLink {
 export class CheckpointHub implements CheckpointParticipant {
   readonly enabled = true;
   private completedUpTo = Number.NEGATIVE_INFINITY;
+  private finalDone = false;
   private waiters: { id: number; resolve: () => void }[] = [];
   private readonly listeners: ((checkpointId: number) => void)[] = [];
 
@@ -50,12 +51,17 @@ export class CheckpointHub implements CheckpointParticipant {
   }
 
   /** The coordinator says checkpoint `checkpointId` is complete. */
-  notifyComplete(checkpointId: number): void {
+  notifyComplete(checkpointId: number, final: boolean): void {
     for (const l of this.listeners) l(checkpointId);
+    if (final) this.finalDone = true;
     if (checkpointId > this.completedUpTo) this.completedUpTo = checkpointId;
     const ready = this.waiters.filter((w) => w.id <= checkpointId);
     this.waiters = this.waiters.filter((w) => w.id > checkpointId);
     for (const w of ready) w.resolve();
+  }
+
+  finalCompleted(): boolean {
+    return this.finalDone;
   }
 
   isCompleted(checkpointId: number): boolean {

@@ -6,6 +6,9 @@ import type { TaskId, TaskStateHandle } from '../../checkpoint/types.ts';
 import type { CheckpointStorage } from '../../storage/checkpoint-storage.ts';
 import type { CoordinatorLink } from './checkpoint-hub.ts';
 
+/** SLUICE_TRACE_CHECKPOINTS=1 logs every coordinator command (for diagnosing stuck checkpoints). */
+const TRACE = process.env['SLUICE_TRACE_CHECKPOINTS'] === '1';
+
 /** Where the driver sends what the coordinator decided: to every task (in this thread or through workers). */
 export interface TaskDispatch {
   trigger(barrier: BarrierElement): void;
@@ -55,6 +58,7 @@ export class EmbeddedCheckpointDriver implements CoordinatorLink {
   }
 
   ack(checkpointId: number, handle: TaskStateHandle): void {
+    if (TRACE) this.init.log(`checkpoint coordinator: ack ${checkpointId} from ${handle.task.vertex}/${handle.task.subtask}`);
     this.apply((c, now) => c.ack(checkpointId, handle, now));
   }
 
@@ -63,6 +67,7 @@ export class EmbeddedCheckpointDriver implements CoordinatorLink {
   }
 
   sourceFinished(task: TaskId): void {
+    if (TRACE) this.init.log(`checkpoint coordinator: source ${task.vertex}/${task.subtask} finished`);
     this.finishedSources.add(`${task.vertex}/${task.subtask}`);
     if (this.finishedSources.size === this.init.sourceTasks.length) this.apply((c, now) => c.allSourcesFinished(now));
   }
@@ -88,6 +93,7 @@ export class EmbeddedCheckpointDriver implements CoordinatorLink {
 
   private async execute(commands: readonly CoordinatorCommand[]): Promise<void> {
     for (const command of commands) {
+      if (TRACE) this.init.log(`checkpoint coordinator: ${JSON.stringify(command.kind === 'commitMetadata' ? { kind: command.kind, checkpointId: command.metadata.checkpointId } : command)}`);
       switch (command.kind) {
         case 'trigger':
           this.init.dispatch.trigger({

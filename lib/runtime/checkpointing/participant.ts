@@ -18,6 +18,8 @@ export interface CheckpointParticipant {
   /** Resolves once checkpoint `checkpointId` (or a later one) is complete and its notification was delivered. */
   completed(checkpointId: number): Promise<void>;
   isCompleted(checkpointId: number): boolean;
+  /** The final checkpoint (taken after every source finished) is complete: sources may end their output. */
+  finalCompleted(): boolean;
 }
 
 export const NO_CHECKPOINTS: CheckpointParticipant = {
@@ -26,6 +28,7 @@ export const NO_CHECKPOINTS: CheckpointParticipant = {
   sourceFinished() {},
   completed: () => Promise.resolve(),
   isCompleted: () => true,
+  finalCompleted: () => true,
 };
 
 /** Per-task mailbox of checkpoint requests from the coordinator, taken by the task between elements. */

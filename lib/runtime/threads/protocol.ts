@@ -1,6 +1,8 @@
 import type { MessagePort } from 'node:worker_threads';
+import type { BarrierElement } from '../../core/index.ts';
 import type { JobOptions } from '../../api/job-options.ts';
 import type { SourceSplit } from '../../connectors/source.ts';
+import type { CheckpointMetadata, TaskId, TaskStateHandle } from '../../checkpoint/types.ts';
 import type { TaskMetrics } from '../task-metrics.ts';
 import type { SerializedError } from './remote-error.ts';
 
@@ -15,8 +17,21 @@ export interface WorkerInit {
   readonly fingerprint: string;
   readonly splits: [number, SourceSplit[]][];
   readonly ports: Record<string, MessagePort>;
+  /** Checkpoint folder, when the job takes checkpoints. */
+  readonly checkpointDir: string | undefined;
+  /** The checkpoint to start from. */
+  readonly restoreFrom: CheckpointMetadata | undefined;
 }
 
-export type WorkerReport =
+/** Worker -> coordinating thread. */
+export type WorkerMessage =
   | { readonly type: 'done'; readonly metrics: TaskMetrics[] }
-  | { readonly type: 'failed'; readonly error: SerializedError };
+  | { readonly type: 'failed'; readonly error: SerializedError }
+  | { readonly type: 'ack'; readonly checkpointId: number; readonly handle: TaskStateHandle }
+  | { readonly type: 'decline'; readonly checkpointId: number; readonly task: TaskId; readonly reason: string }
+  | { readonly type: 'sourceFinished'; readonly task: TaskId };
+
+/** Coordinating thread -> worker. */
+export type CoordinatorMessage =
+  | { readonly type: 'trigger'; readonly barrier: BarrierElement }
+  | { readonly type: 'complete'; readonly checkpointId: number; readonly final: boolean };

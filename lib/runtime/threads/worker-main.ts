@@ -1,16 +1,22 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import { InternalError, systemClock } from '../../core/index.ts';
+import { InternalError, systemClock, type BarrierElement } from '../../core/index.ts';
 import { buildPhysicalPlan } from '../../graph/physical-plan.ts';
+import { FileCheckpointStorage } from '../../storage/fs/file-checkpoint-storage.ts';
 import { buildJob, loadJobModule } from '../load-job.ts';
-import { NO_CHECKPOINTS } from '../checkpointing/participant.ts';
-import { deployTasks } from '../task-deployment.ts';
+import { NO_CHECKPOINTS, type CheckpointParticipant } from '../checkpointing/participant.ts';
+import { CheckpointHub } from '../checkpointing/checkpoint-hub.ts';
+import { loadRestoredJob } from '../checkpointing/restore-plan.ts';
+import { deployTasks, type DeployedTask } from '../task-deployment.ts';
 import { memoryServices } from '../default-services.ts';
 import { runTasks } from '../run-tasks.ts';
 import { serializeError } from './remote-error.ts';
-import type { WorkerInit, WorkerReport } from './protocol.ts';
+import type { CoordinatorMessage, WorkerInit, WorkerMessage } from './protocol.ts';
+
+const port = parentPort!;
+const post = (message: WorkerMessage): void => port.postMessage(message);
 
 /** One worker thread: rebuilds the job from its module and runs the subtasks assigned to this thread. */
-async function main(init: WorkerInit): Promise<WorkerReport> {
+async function main(init: WorkerInit): Promise<WorkerMessage> {
   const job = await loadJobModule(init.modulePath);
   const env = await buildJob(job, init.flags, init.jobOptions);
   const plan = buildPhysicalPlan(env.graph, env.options);
@@ -19,7 +25,31 @@ async function main(init: WorkerInit): Promise<WorkerReport> {
       `worker thread ${init.thread} built a different job graph than the coordinating thread: the job's build() must be deterministic (same operators and parallelism for the same flags)`,
     );
   }
-  const tasks = deployTasks({
+  let tasks: DeployedTask[] = [];
+  const early: BarrierElement[] = [];
+  let checkpoints: CheckpointParticipant = NO_CHECKPOINTS;
+  let restored;
+  if (init.checkpointDir !== undefined) {
+    const storage = new FileCheckpointStorage(init.checkpointDir);
+    const hub = new CheckpointHub(storage, {
+      ack: (checkpointId, handle) => post({ type: 'ack', checkpointId, handle }),
+      decline: (checkpointId, task, reason) => post({ type: 'decline', checkpointId, task, reason }),
+      sourceFinished: (task) => post({ type: 'sourceFinished', task }),
+    });
+    hub.onComplete((id) => tasks.forEach((t) => t.notifyCheckpointComplete(id)));
+    port.on('message', (message: CoordinatorMessage) => {
+      if (message.type === 'complete') hub.notifyComplete(message.checkpointId, message.final);
+      // A trigger can arrive while this thread is still loading restored state: keep it for the tasks.
+      else if (tasks.length === 0) early.push(message.barrier);
+      else tasks.forEach((t) => t.triggerCheckpoint(message.barrier));
+    });
+    checkpoints = hub;
+    if (init.restoreFrom !== undefined) {
+      const mine = new Set(plan.vertices.filter((v) => v.parallelism > init.thread).map((v) => v.id));
+      restored = await loadRestoredJob(storage, init.restoreFrom, mine);
+    }
+  }
+  tasks = deployTasks({
     plan,
     options: env.options,
     splits: new Map(init.splits),
@@ -28,15 +58,17 @@ async function main(init: WorkerInit): Promise<WorkerReport> {
     ports: new Map(Object.entries(init.ports)),
     services: memoryServices(),
     clock: systemClock,
-    checkpoints: NO_CHECKPOINTS,
+    checkpoints,
     attempt: init.attempt,
+    restored,
   });
+  for (const barrier of early) tasks.forEach((t) => t.triggerCheckpoint(barrier));
   await runTasks(tasks);
   return { type: 'done', metrics: tasks.map((t) => t.metrics) };
 }
 
 const init = workerData as WorkerInit;
-let report: WorkerReport;
+let report: WorkerMessage;
 try {
   report = await main(init);
 } catch (err) {
@@ -46,4 +78,4 @@ try {
 }
 // Ports stay open: the coordinating thread stops every worker once all have reported, so no message in flight to a
 // slower thread is cut off by this one closing its end.
-parentPort!.postMessage(report);
+post(report);
