@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, StreamEnvironment, collectSink, generatorSource, keyGroupOf } from '../../../../lib/index.ts';
+import { buildPhysicalPlan } from '../../../../lib/graph/physical-plan.ts';
+import { checkCompatible, restoredTask, type RestoredJob } from '../../../../lib/runtime/checkpointing/restore-plan.ts';
+import type { CheckpointMetadata } from '../../../../lib/checkpoint/types.ts';
+import type { TaskSnapshot } from '../../../../lib/storage/task-snapshot.ts';
+import { keyGroupRangeForSubtask } from '../../../../lib/core/index.ts';
+
+function plan(parallelism: number, maxParallelism = 16) {
+  const env = new StreamEnvironment({ parallelism, maxParallelism });
+  env
+    .fromSource(generatorSource({ count: 10 }))
+    .keyBy((t) => t.account)
+    .process({ processElement() {} })
+    .sinkTo(collectSink());
+  return buildPhysicalPlan(env.graph, env.options);
+}
+
+/** A checkpoint of `plan(2)`: two source subtasks with 3 splits in total, two keyed subtasks, operator-state items. */
+function checkpointAtParallelism2(): RestoredJob {
+  const p = plan(2);
+  const keyedNode = p.vertices[1]!.chain[0]!.id;
+  const sinkNode = p.vertices[1]!.chain[1]!.id;
+  const keys = Array.from({ length: 40 }, (_, i) => `k${i}`);
+  const keyed = (subtask: number) => {
+    const range = keyGroupRangeForSubtask(subtask, 2, 16);
+    const groups = new Map<number, [string, string, number][]>();
+    for (const k of keys) {
+      const kg = keyGroupOf(k, 16);
+      if (kg < range.start || kg > range.end) continue;
+      groups.set(kg, [...(groups.get(kg) ?? []), [k, '', Number(k.slice(1))]]);
+    }
+    return { maxParallelism: 16, keyGroups: [...groups].map(([keyGroup, entries]) => ({ keyGroup, states: { count: entries } })) };
+  };
+  const sources: TaskSnapshot[] = [0, 1].map((subtask) => ({
+    vertex: 0,
+    subtask,
+    sourceSplits: subtask === 0 ? [{ id: 's0' }, { id: 's2' }] : [{ id: 's1' }],
+    operators: [],
+  }));
+  const windows: TaskSnapshot[] = [0, 1].map((subtask) => ({
+    vertex: 1,
+    subtask,
+    operators: [
+      { nodeId: keyedNode, keyed: keyed(subtask), timers: [], watermark: 100 + subtask },
+      { nodeId: sinkNode, operatorState: [`c${subtask}a`, `c${subtask}b`], watermark: 100 + subtask },
+    ],
+  }));
+  const metadata: CheckpointMetadata = {
+    version: 1,
+    checkpointId: 7,
+    savepoint: false,
+    triggeredAt: 0,
+    completedAt: 1,
+    maxParallelism: 16,
+    parallelism: { 0: 2, 1: 2 },
+    tasks: [],
+  };
+  return { checkpointId: 7, metadata, snapshots: new Map([[0, sources], [1, windows]]) };
+}
+
+describe('restore plan', () => {
+  it('keeps each subtask its own state at the same parallelism', () => {
+    const job = checkpointAtParallelism2();
+    const p = plan(2);
+    const t1 = restoredTask(job, p.vertices[1]!, 1)!;
+    const keyedNode = p.vertices[1]!.chain[0]!.id;
+    expect(t1.operators.get(keyedNode)!.watermark).toBe(101);
+    expect(restoredTask(job, p.vertices[0]!, 0)!.splits!.map((s) => s.id)).toEqual(['s0', 's1']);
+  });
+
+  it('redistributes at parallelism 3: every key group once, splits and operator state round-robin, lowest watermark', () => {
+    const job = checkpointAtParallelism2();
+    const p = plan(3);
+    const keyedNode = p.vertices[1]!.chain[0]!.id;
+    const sinkNode = p.vertices[1]!.chain[1]!.id;
+    const tasks = [0, 1, 2].map((s) => restoredTask(job, p.vertices[1]!, s)!);
+    // Each new subtask gets every old snapshot; the backend keeps the key groups of its own range.
+    for (const t of tasks) expect(t.operators.get(keyedNode)!.keyed).toHaveLength(2);
+    expect(tasks.map((t) => t.operators.get(keyedNode)!.watermark)).toEqual([100, 100, 100]);
+    expect(tasks.flatMap((t) => t.operators.get(sinkNode)!.items).sort()).toEqual(['c0a', 'c0b', 'c1a', 'c1b']);
+    const splits = [0, 1, 2].map((s) => restoredTask(job, p.vertices[0]!, s)!.splits!.map((x) => x.id));
+    expect(splits.flat().sort()).toEqual(['s0', 's1', 's2']);
+    expect(splits.every((x) => x.length === 1)).toBe(true);
+  });
+
+  it('refuses another maxParallelism and another job graph with ConfigError', () => {
+    const job = checkpointAtParallelism2();
+    expect(() => checkCompatible(job.metadata, plan(2, 32), 'dir')).toThrow(ConfigError);
+    expect(() => checkCompatible(job.metadata, plan(2, 32), 'dir')).toThrow(/maxParallelism 16 .* now has 32/);
+    const other = { ...job.metadata, tasks: [{ task: { vertex: 1, subtask: 0 }, vertexName: 'Something else', path: 'x', bytes: 1, sha256: 'a' }] };
+    expect(() => checkCompatible(other, plan(2), 'dir')).toThrow(/belongs to another job graph/);
+  });
+});
