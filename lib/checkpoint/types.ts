@@ -19,6 +19,10 @@ export interface TaskStateHandle {
   readonly bytes: number;
   /** Hex SHA-256 of the file's bytes; a mismatch marks the checkpoint as corrupt. */
   readonly sha256: string;
+  /** How long the task stopped processing to copy its state (the synchronous phase), in ms. Absent in older metadata. */
+  readonly syncMs?: number;
+  /** From the end of the synchronous phase to the acknowledgement: encoding, writing and hashing the copy, in ms. */
+  readonly asyncMs?: number;
 }
 
 /** What makes a checkpoint complete: written atomically after every task acknowledged. */

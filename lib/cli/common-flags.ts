@@ -29,7 +29,26 @@ export const COMMON_FLAGS = {
     default: 5000,
     description: 'time between checkpoints (with --checkpoint-dir)',
   },
-  fresh: { type: 'boolean', description: 'discard the checkpoints in --checkpoint-dir and start from the beginning' },
+  fresh: {
+    type: 'boolean',
+    description: 'discard the checkpoints in --checkpoint-dir and start from the beginning (or from --restore)',
+  },
+  restore: {
+    type: 'string',
+    description:
+      'start from this savepoint directory (or chk-* checkpoint directory) instead of the latest checkpoint in --checkpoint-dir; parallelism may differ, --max-parallelism may not (with --checkpoint-dir)',
+  },
+  savepointDir: {
+    type: 'string',
+    description: 'folder for savepoints taken with "sluice savepoint" / "sluice stop" (with --checkpoint-dir; default: <checkpoint-dir>/savepoints)',
+  },
+  restPort: {
+    type: 'number',
+    integer: true,
+    min: 0,
+    default: 0,
+    description: 'port of the REST API on 127.0.0.1 (job status, checkpoints, savepoints, stop); 0 picks a free port',
+  },
   restartStrategy: {
     type: 'string',
     choices: ['fixed-delay', 'exponential-backoff', 'none'],

@@ -1,4 +1,5 @@
 import { Command, type Option } from 'commander';
+import type { ControlCommand, ControlRequest } from './control-commands.ts';
 import type { FlagSpecs, JobDefinition } from '../api/job.ts';
 import { COMMON_FLAGS } from './common-flags.ts';
 import { flagOptions } from './flag-options.ts';
@@ -23,6 +24,35 @@ export interface ProgramSpec {
   readonly output: ProgramOutput;
   /** Called with the parsed `run` command; the caller validates and runs it. */
   readonly onRun: (request: RunRequest) => void;
+  /** Called with a parsed `checkpoints`, `savepoint` or `stop` command. */
+  readonly onControl: (request: ControlRequest) => void;
+}
+
+const CONTROL_COMMANDS: readonly [ControlCommand, string, string][] = [
+  ['checkpoints', 'list the checkpoints and savepoints of a running job', 'Print the checkpoint history of a running job, newest first.'],
+  ['savepoint', 'take a savepoint of a running job', 'Take a savepoint of a running job and print its directory once it is complete.'],
+  [
+    'stop',
+    'stop a running job with a savepoint',
+    'Take a savepoint, let the sinks commit what it covers, then stop the job (it exits with 0). Prints the savepoint directory; the same "sluice run" command continues from it, as does "sluice run <job> --restore DIR" (at any parallelism).',
+  ],
+];
+
+/** `sluice checkpoints|savepoint|stop [--url URL | --port N | --checkpoint-dir DIR] [--job ID] [--json]` */
+function addControlCommands(program: Command, onControl: (request: ControlRequest) => void): void {
+  for (const [name, summary, description] of CONTROL_COMMANDS) {
+    program
+      .command(name)
+      .summary(summary)
+      .description(`${description} The job is found through its REST API (see "sluice run --rest-port").`)
+      .option('--url <url>', 'the REST API as "sluice run" printed it: http://127.0.0.1:<port>')
+      .option('--port <number>', 'the REST port on 127.0.0.1')
+      .option('--checkpoint-dir <dir>', "the job's --checkpoint-dir: its REST API is recorded in <dir>/rest.json")
+      .option('--job <id>', 'the job id (default: the only job)')
+      .option('--json', 'print the JSON answer of the REST API')
+      .showHelpAfterError(`(run "sluice ${name} --help" for usage)`)
+      .action((opts: Omit<ControlRequest, 'command'>) => onControl({ command: name, ...opts }));
+  }
 }
 
 function addFlags(command: Command, specs: FlagSpecs, heading: string): Map<string, Option[]> {
@@ -74,5 +104,6 @@ export function buildProgram(spec: ProgramSpec): Command {
   run.action((jobPath: string, _opts: unknown, command: Command) => {
     spec.onRun({ jobPath, common: rawValues(command, common), job: rawValues(command, jobFlags) });
   });
+  addControlCommands(program, spec.onControl);
   return program;
 }

@@ -4,11 +4,12 @@ import { ExitCode } from './exit-codes.ts';
 
 const count = (n: number): string => Math.round(n).toLocaleString('en-US');
 
-/** The line printed when a job ends: records read, duration, throughput. */
-export function formatSummary(jobName: string, result: Pick<JobResult, 'durationMs' | 'sourceRecords'>): string {
+/** The line printed when a job ends: how (finished, or stopped with a savepoint), records read, duration, throughput. */
+export function formatSummary(jobName: string, result: Pick<JobResult, 'durationMs' | 'sourceRecords' | 'stoppedWithSavepoint'>): string {
   const seconds = result.durationMs / 1000;
   const perSecond = result.sourceRecords / Math.max(seconds, 0.001);
-  return `sluice: job "${jobName}" finished: ${count(result.sourceRecords)} records read in ${seconds.toFixed(2)} s (${count(perSecond)} events/s)`;
+  const how = result.stoppedWithSavepoint === undefined ? 'finished' : `stopped with savepoint ${result.stoppedWithSavepoint}`;
+  return `sluice: job "${jobName}" ${how}: ${count(result.sourceRecords)} records read in ${seconds.toFixed(2)} s (${count(perSecond)} events/s)`;
 }
 
 /** What is known about a failed user function, whether it failed in this thread or in a worker thread. */

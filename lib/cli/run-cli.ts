@@ -4,13 +4,17 @@ import { ConfigError } from '../core/index.ts';
 import type { JobDefinition } from '../api/job.ts';
 import { compileJobOptions, type JobOptions } from '../api/job-options.ts';
 import type { JobResult } from '../runtime/job-result.ts';
+import type { JobControl } from '../runtime/control/job-control.ts';
+import { startRestServer, type RestServer } from '../runtime/control/rest-server.ts';
 import type { ThreadedRunOptions } from '../runtime/threads/thread-runner.ts';
+import { runControlCommand, type ControlRequest } from './control-commands.ts';
+import { removeRestEndpoint, writeRestEndpoint, type RestEndpoint } from './rest-endpoint-file.ts';
 import { COMMON_FLAGS, RESERVED_FLAG_KEYS } from './common-flags.ts';
 import { ExitCode } from './exit-codes.ts';
 import { flagLabel } from './flag-names.ts';
 import { checkFlagSpecs } from './flag-specs.ts';
 import { FlagValueError, parseFlagValues } from './flag-values.ts';
-import { toRunSettings } from './run-settings.ts';
+import { toRunSettings, type RunSettings } from './run-settings.ts';
 import { findJobArgument } from './job-argument.ts';
 import { buildProgram, type RunRequest } from './program.ts';
 import { exitCodeOf, formatFailure, formatSummary } from './report.ts';
@@ -52,10 +56,42 @@ function toJobOptions(common: Record<string, unknown>): JobOptions {
   return options;
 }
 
+/** Serves a running job's REST API, announces it on stderr and in `<checkpoint-dir>/rest.json`, and stops both at the end. */
+class RestAnnouncement {
+  private server: RestServer | undefined;
+  private endpoint: RestEndpoint | undefined;
+
+  constructor(
+    private readonly settings: RunSettings,
+    private readonly print: (line: string) => void,
+  ) {}
+
+  async start(job: JobControl, jobName: string): Promise<void> {
+    this.server = await startRestServer([job], { port: this.settings.restPort });
+    this.print(`REST API on ${this.server.url}`);
+    const dir = this.settings.checkpointing?.dir;
+    if (dir === undefined) return;
+    const endpoint = { url: this.server.url, pid: process.pid, jobId: job.id, jobName, startTime: Date.now() };
+    try {
+      await writeRestEndpoint(dir, endpoint);
+      this.endpoint = endpoint;
+    } catch (err) {
+      this.print(`warning: could not record the REST API in ${dir}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    const dir = this.settings.checkpointing?.dir;
+    if (dir !== undefined && this.endpoint !== undefined) await removeRestEndpoint(dir, this.endpoint);
+    await this.server?.close();
+  }
+}
+
 /**
- * The `sluice` command: `sluice run <job> [flags]`. Loads the job module first (its flags become options),
- * parses and checks every flag, runs the job on worker threads and prints a summary. Never exits the process:
- * returns the exit code (0 finished, 1 job failed, 2 bad usage or configuration).
+ * The `sluice` command: `sluice run <job> [flags]`, and `sluice checkpoints|savepoint|stop` for a running job. Loads the job module first (its flags become options),
+ * parses and checks every flag, runs the job on worker threads (serving its REST API) and prints a summary. Never
+ * exits the process: returns the exit code (0 finished or stopped with a savepoint, 1 job failed, 2 bad usage or
+ * configuration; for the other commands 0 done, 1 request failed, 2 bad usage).
  */
 export async function runCli(argv: readonly string[], deps: CliDeps): Promise<ExitCode> {
   const printLines = (lines: string[]): void => deps.stderr(lines.map((l) => `${l}\n`).join(''));
@@ -71,12 +107,16 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Ex
   }
 
   let request: RunRequest | undefined;
+  let control: ControlRequest | undefined;
   const program = buildProgram({
     version: deps.version,
     job: job === undefined || jobArg === undefined ? undefined : { path: jobArg, definition: job },
     output: { writeOut: deps.stdout, writeErr: deps.stderr },
     onRun: (r) => {
       request = r;
+    },
+    onControl: (c) => {
+      control = c;
     },
   });
   try {
@@ -85,6 +125,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Ex
     if (err instanceof CommanderError) return err.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
     throw err;
   }
+  if (control !== undefined) return runControlCommand(control, { stdout: deps.stdout, stderr: deps.stderr });
   if (request === undefined) return ExitCode.ok;
   if (job === undefined || request.jobPath !== jobArg) {
     printLines([`error: give the job module right after "run": sluice run <job> [flags] (got ${JSON.stringify(request.jobPath)})`]);
@@ -111,6 +152,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Ex
     return ExitCode.usage;
   }
 
+  const rest = new RestAnnouncement(settings, (line) => printLines([line]));
   try {
     const result = await deps.runJob({
       modulePath: resolve(request.jobPath),
@@ -119,11 +161,14 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Ex
       checkpointing: settings.checkpointing,
       restart: settings.restart,
       log: (line) => printLines([line]),
+      onStart: (control) => rest.start(control, job.name),
     });
     printLines([formatSummary(job.name, result)]);
     return ExitCode.ok;
   } catch (err) {
     printLines(formatFailure(job.name, err));
     return exitCodeOf(err);
+  } finally {
+    await rest.stop();
   }
 }

@@ -1,18 +1,32 @@
 import { ConfigError } from '../core/index.ts';
 import type { CheckpointingConfig, RestartStrategy } from '../runtime/checkpointing/checkpointing-config.ts';
 
-/** Checkpointing and restarts as the common flags set them. */
+/** Checkpointing, restarts and the REST API as the common flags set them. */
 export interface RunSettings {
   readonly checkpointing: CheckpointingConfig | undefined;
   readonly restart: RestartStrategy;
+  /** Port of the REST API on 127.0.0.1; 0 picks a free one. */
+  readonly restPort: number;
 }
 
+/** Flags that only make sense with --checkpoint-dir, and why. */
+const NEED_CHECKPOINT_DIR: readonly [key: string, flag: string, why: string][] = [
+  ['fresh', '--fresh', 'it discards the checkpoints in that folder'],
+  ['restore', '--restore', 'a restored job keeps its exactly-once guarantees only if it checkpoints'],
+  ['savepointDir', '--savepoint-dir', 'savepoints are checkpoints, which a job takes only when it checkpoints'],
+];
+
 export function toRunSettings(common: Record<string, unknown>): RunSettings {
+  const restPort = common['restPort'] as number;
+  if (restPort > 65535) throw new ConfigError(`--rest-port must be a port number (0 to 65535), got ${restPort}`);
   const dir = common['checkpointDir'] as string | undefined;
   if (dir === undefined) {
-    if (common['fresh'] === true) throw new ConfigError('--fresh needs --checkpoint-dir: it discards the checkpoints in that folder');
+    for (const [key, flag, why] of NEED_CHECKPOINT_DIR) {
+      const value = common[key];
+      if (value !== undefined && value !== false) throw new ConfigError(`${flag} needs --checkpoint-dir: ${why}`);
+    }
     // Without checkpoints a restart would replay everything into output already written.
-    return { checkpointing: undefined, restart: { kind: 'none' } };
+    return { checkpointing: undefined, restart: { kind: 'none' }, restPort };
   }
   const attempts = common['restartAttempts'] as number;
   const delayMs = common['restartDelayMs'] as number;
@@ -23,8 +37,17 @@ export function toRunSettings(common: Record<string, unknown>): RunSettings {
       : kind === 'exponential-backoff'
         ? { kind, attempts, initialDelayMs: delayMs, maxDelayMs: Math.max(delayMs, common['restartMaxDelayMs'] as number), multiplier: 2 }
         : { kind: 'fixed-delay', attempts, delayMs };
+  const savepointDir = common['savepointDir'] as string | undefined;
+  const restore = common['restore'] as string | undefined;
   return {
-    checkpointing: { dir, intervalMs: common['checkpointIntervalMs'] as number, fresh: common['fresh'] === true },
+    checkpointing: {
+      dir,
+      intervalMs: common['checkpointIntervalMs'] as number,
+      fresh: common['fresh'] === true,
+      ...(savepointDir === undefined ? {} : { savepointDir }),
+      ...(restore === undefined ? {} : { restore }),
+    },
     restart,
+    restPort,
   };
 }

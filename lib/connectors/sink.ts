@@ -57,6 +57,13 @@ export interface TwoPhaseCommitSinkWriter<T, C> extends SinkWriter<T> {
  */
 export interface Committer<C> {
   commit(committables: readonly C[]): void | Promise<void>;
+  /**
+   * Checkpoint `checkpointId` of the current attempt is complete; called after the commit of its committables, and
+   * also when this subtask had none. From the first call on, every subtask has committed its restored share, so a
+   * committer may delete what earlier attempts left uncommitted even when it never commits a transaction of its own
+   * (e.g. a run restored from the final checkpoint). Optional.
+   */
+  checkpointComplete?(checkpointId: number): void | Promise<void>;
 }
 
 export interface TwoPhaseCommitSink<T, C> extends Sink<T> {

@@ -46,9 +46,11 @@ export async function runChainTask(setup: ChainTaskSetup): Promise<void> {
     }
   };
   const snapshot = async (barrier: BarrierElement): Promise<void> => {
+    const started = performance.now();
     const operators = await chain.snapshot(barrier.checkpointId);
     chain.broadcast(barrier);
-    checkpoints.acknowledge(setup.vertexName, barrier.checkpointId, { vertex: setup.vertex, subtask: setup.subtask, operators });
+    const syncMs = performance.now() - started;
+    checkpoints.acknowledge(setup.vertexName, barrier.checkpointId, { vertex: setup.vertex, subtask: setup.subtask, operators }, syncMs);
     lastBarrier = barrier;
   };
   const applyAlignment = async (step: AlignmentStep): Promise<void> => {

@@ -10,7 +10,7 @@ import { memoryServices } from './default-services.ts';
 import { runTasks } from './run-tasks.ts';
 import { summarize, type JobResult } from './job-result.ts';
 import { DEFAULT_RESTART_STRATEGY, checkRestartStrategy, type CheckpointingConfig, type RestartStrategy } from './checkpointing/checkpointing-config.ts';
-import { prepareCheckpointing } from './checkpointing/prepare-checkpointing.ts';
+import { prepareCheckpointing, restoreReader, restoredFromLine } from './checkpointing/prepare-checkpointing.ts';
 import { EmbeddedCheckpointDriver } from './checkpointing/embedded-driver.ts';
 import { CheckpointHub } from './checkpointing/checkpoint-hub.ts';
 import { loadRestoredJob } from './checkpointing/restore-plan.ts';
@@ -68,10 +68,12 @@ export async function runInThisThread(env: StreamEnvironment, options: InThreadR
     strategy: checkRestartStrategy(options.restart ?? DEFAULT_RESTART_STRATEGY),
     storage: prepared.storage,
     first: prepared.latest,
+    restartFloor: prepared.external === undefined ? undefined : prepared.restartFloor,
     log,
     attempt: async (restoreFrom) => {
-      if (restoreFrom !== undefined) log(`restored from checkpoint ${restoreFrom.checkpointId}`);
-      const restored = restoreFrom === undefined ? undefined : await loadRestoredJob(prepared.storage, restoreFrom, allVertices);
+      if (restoreFrom !== undefined) log(restoredFromLine(prepared, restoreFrom));
+      const restored =
+        restoreFrom === undefined ? undefined : await loadRestoredJob(restoreReader(prepared, restoreFrom), restoreFrom, allVertices);
       let tasks: DeployedTask[] = [];
       const driver = new EmbeddedCheckpointDriver({
         options: config,

@@ -5,6 +5,8 @@ export interface JobResult {
   /** Records read by all sources. */
   readonly sourceRecords: number;
   readonly tasks: TaskMetrics[];
+  /** Set when the job was stopped with a savepoint instead of running to its end: the savepoint's directory. */
+  readonly stoppedWithSavepoint?: string;
 }
 
 export function summarize(startedAt: number, tasks: TaskMetrics[]): JobResult {

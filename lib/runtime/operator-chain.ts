@@ -12,6 +12,7 @@ import type { IdleAwareOutput } from '../operators/output.ts';
 import type { InternalTimerService, TimerKeyGroupSnapshot } from '../operators/timer-service.ts';
 import type { KeyedStateBackend, KeyedStateSnapshot } from '../state/index.ts';
 import type { RecordWriter } from './record-writer.ts';
+import { failPoint } from './checkpointing/fault-injection.ts';
 
 /** What a chain needs from its composition root: which state backend and timer service keyed operators get. */
 export interface KeyedServices {
@@ -147,6 +148,7 @@ export class OperatorChain {
    * watermark. Processing continues as soon as this returns; writing the copy is the caller's asynchronous phase.
    */
   async snapshot(checkpointId: number): Promise<OperatorSnapshot[]> {
+    failPoint('snapshot');
     const result: OperatorSnapshot[] = [];
     for (const slot of this.slots) {
       result.push({

@@ -48,6 +48,7 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
   let idle = false;
 
   const takeCheckpoint = async (barrier: BarrierElement): Promise<void> => {
+    const started = performance.now();
     const operators = await chain.snapshot(barrier.checkpointId);
     const snapshot = {
       vertex: setup.vertex,
@@ -57,7 +58,7 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
       operators,
     };
     chain.broadcast(barrier);
-    checkpoints.acknowledge(setup.vertexName, barrier.checkpointId, snapshot);
+    checkpoints.acknowledge(setup.vertexName, barrier.checkpointId, snapshot, performance.now() - started);
   };
   const betweenBatches = async (): Promise<void> => {
     // Processing-time callbacks of chained operators and checkpoint requests run between batches.

@@ -70,8 +70,11 @@ export interface DeployedTask {
   cancel(reason: unknown): void;
   /** Sources inject this barrier between two batches; other tasks ignore it (barriers reach them by channel). */
   triggerCheckpoint(barrier: BarrierElement): void;
-  /** Runs the chain's completion hooks (sink commits) from the task's mailbox. */
-  notifyCheckpointComplete(checkpointId: number): void;
+  /**
+   * Runs the chain's completion hooks (sink commits) from the task's mailbox. The promise resolves once they ran
+   * (failed or not: a failing hook fails the task, which reports it); it stays pending if the task has ended.
+   */
+  notifyCheckpointComplete(checkpointId: number): Promise<void>;
 }
 
 class TaskFailedError extends SluiceError {
@@ -212,7 +215,15 @@ export function deployTasks(setup: DeploymentSetup): DeployedTask[] {
           if (source !== undefined) requests.trigger(barrier);
         },
         notifyCheckpointComplete(checkpointId) {
-          gate.post(() => chain.notifyCheckpointComplete(checkpointId));
+          return new Promise<void>((resolve) => {
+            gate.post(async () => {
+              try {
+                await chain.notifyCheckpointComplete(checkpointId);
+              } finally {
+                resolve();
+              }
+            });
+          });
         },
         cancel(reason) {
           abort.abort(reason);

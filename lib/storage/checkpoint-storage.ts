@@ -45,3 +45,6 @@ export interface CheckpointStorage {
    */
   applyRetention(retain: number): Promise<number[]>;
 }
+
+/** What restoring needs from wherever a checkpoint's task files are (checkpoint storage, or one savepoint directory). */
+export type TaskStateReader = Pick<CheckpointStorage, 'readTaskState'>;

@@ -1,4 +1,4 @@
-import { appendFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -154,7 +154,10 @@ describe('checkpoints and recovery (in-thread)', () => {
         log: () => {},
       }),
     ).rejects.toThrow(/injected failure/);
-    const checkpoints = readdirSync(dir).filter((d) => d.startsWith('chk-')).sort();
+    // Complete checkpoints only: the failed run may have left one still being written.
+    const checkpoints = readdirSync(dir)
+      .filter((d) => d.startsWith('chk-') && existsSync(join(dir, d, '_metadata')))
+      .sort();
     expect(checkpoints.length).toBeGreaterThanOrEqual(2);
     const newest = checkpoints[checkpoints.length - 1]!;
     const stateFile = readdirSync(join(dir, newest)).find((f) => f.endsWith('.state'))!;

@@ -5,9 +5,10 @@ import { sweepPendingLeftovers } from './part-file-cleanup.ts';
 import { commitPartFiles } from './part-file-commit.ts';
 
 /**
- * Commits part files (renames pending -> final, idempotently). The first commit of a file of its own attempt
- * means a checkpoint of this attempt is complete: then it also deletes what earlier attempts left pending (see
- * `sweepPendingLeftovers`). Without an attempt it cannot tell its own files, and sweeps nothing.
+ * Commits part files (renames pending -> final, idempotently). Once a checkpoint of this attempt is complete (told
+ * by `checkpointComplete`, or seen in the first commit of a file of its own attempt) it also deletes what earlier
+ * attempts left pending (see `sweepPendingLeftovers`). Without an attempt it cannot tell its own files, and sweeps
+ * nothing.
  */
 export class JsonlFileCommitter implements Committer<PartFileCommittable> {
   private swept = false;
@@ -23,7 +24,15 @@ export class JsonlFileCommitter implements Committer<PartFileCommittable> {
 
   async commit(committables: readonly PartFileCommittable[]): Promise<void> {
     commitPartFiles(committables);
-    if (this.swept || this.attempt === undefined || !committables.some((c) => this.isOwn(c))) return;
+    if (committables.some((c) => this.isOwn(c))) await this.sweepOnce();
+  }
+
+  async checkpointComplete(): Promise<void> {
+    await this.sweepOnce();
+  }
+
+  private async sweepOnce(): Promise<void> {
+    if (this.swept || this.attempt === undefined) return;
     this.swept = true;
     await sweepPendingLeftovers(this.dir, this.prefix, this.attempt);
   }

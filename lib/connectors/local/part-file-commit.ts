@@ -3,6 +3,7 @@ import type { Stats } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { InternalError, SluiceError } from '../../core/index.ts';
 import type { PartFileCommittable } from './part-file.ts';
+import { crashPoint } from '../../runtime/checkpointing/fault-injection.ts';
 
 /**
  * Why a part file cannot be committed: 'lost' (neither its pending nor its final file exists), 'conflict' (a
@@ -123,9 +124,10 @@ export function fsyncDirectory(dir: string): void {
 /** Commits every committable, then syncs their directories once each, replayed commits included. */
 export function commitPartFiles(committables: readonly PartFileCommittable[]): void {
   const dirs = new Set<string>();
-  for (const c of committables) {
+  for (let i = 0; i < committables.length; i++) {
+    const c = committables[i];
     assertPartFileCommittable(c);
-    commitPartFile(c);
+    if (commitPartFile(c) && i < committables.length - 1) crashPoint('during-commit');
     dirs.add(dirname(c.finalPath));
   }
   for (const dir of dirs) fsyncDirectory(dir);

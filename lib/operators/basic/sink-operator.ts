@@ -9,6 +9,7 @@ import {
   type TwoPhaseCommitSinkWriter,
 } from '../../connectors/sink.ts';
 import type { Operator, OperatorContext } from '../operator.ts';
+import { crashPoint } from '../../runtime/checkpointing/fault-injection.ts';
 
 /** A committable waiting for its checkpoint to complete, as kept in operator state. */
 interface PendingCommittable {
@@ -68,6 +69,7 @@ export class SinkOperator<T> implements Operator<T, never> {
     if (this.committer !== undefined) {
       const prepared = await (this.writer as TwoPhaseCommitSinkWriter<T, unknown>).prepareCommit(checkpointId);
       for (const committable of prepared) this.pending.push({ checkpointId, committable });
+      if (prepared.length > 0) crashPoint('after-prepare-commit');
     }
     return [...this.pending];
   }
@@ -75,9 +77,11 @@ export class SinkOperator<T> implements Operator<T, never> {
   async notifyCheckpointComplete(checkpointId: number): Promise<void> {
     if (this.committer === undefined) return;
     const done = this.pending.filter((p) => p.checkpointId <= checkpointId);
-    if (done.length === 0) return;
-    await this.committer.commit(done.map((p) => p.committable));
-    this.pending = this.pending.filter((p) => p.checkpointId > checkpointId);
+    if (done.length > 0) {
+      await this.committer.commit(done.map((p) => p.committable));
+      this.pending = this.pending.filter((p) => p.checkpointId > checkpointId);
+    }
+    await this.committer.checkpointComplete?.(checkpointId);
   }
 
   async endInput(): Promise<void> {

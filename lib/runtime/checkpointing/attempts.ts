@@ -14,12 +14,17 @@ export function sourceTasks(plan: PhysicalPlan): TaskId[] {
 
 /**
  * Runs attempts of a job until one succeeds or the restart strategy gives up. Each restart starts from the
- * latest complete checkpoint in storage and says so.
+ * latest complete checkpoint in storage (taken after `restartFloor`), or else from where the first attempt started.
  */
 export async function runAttempts<T>(options: {
   strategy: RestartStrategy;
   storage: CheckpointStorage;
   first: CheckpointMetadata | undefined;
+  /**
+   * When set, a restart takes a checkpoint of `storage` only if its id is above this, else `first` again (a
+   * savepoint the run was restored from). @default every checkpoint of `storage` counts
+   */
+  restartFloor?: number;
   log: (line: string) => void;
   attempt: (restoreFrom: CheckpointMetadata | undefined) => Promise<T>;
 }): Promise<T> {
@@ -32,7 +37,9 @@ export async function runAttempts<T>(options: {
       if (delay === undefined) throw err;
       options.log(`job failed: ${err instanceof Error ? err.message : String(err)}; restart ${attempt} in ${delay} ms`);
       await new Promise((r) => setTimeout(r, delay));
-      restoreFrom = await options.storage.latestComplete((id, reason) => options.log(`warning: skipping checkpoint ${id}: ${reason}`));
+      const latest = await options.storage.latestComplete((id, reason) => options.log(`warning: skipping checkpoint ${id}: ${reason}`));
+      const floor = options.restartFloor;
+      restoreFrom = floor === undefined || (latest !== undefined && latest.checkpointId > floor) ? latest : options.first;
     }
   }
 }

@@ -3,7 +3,9 @@ import { taskStateFileName } from '../../checkpoint/naming.ts';
 import type { CheckpointStorage } from '../../storage/checkpoint-storage.ts';
 import { encodeTaskSnapshot } from '../../storage/task-state-codec.ts';
 import type { TaskSnapshot } from '../../storage/task-snapshot.ts';
+import { yieldToEventLoop } from '../yield.ts';
 import type { CheckpointParticipant } from './participant.ts';
+import { crashPoint } from './fault-injection.ts';
 
 /** What a thread's hub reports to the coordinator (directly in-thread, by message from a worker thread). */
 export interface CoordinatorLink {
@@ -22,19 +24,28 @@ export class CheckpointHub implements CheckpointParticipant {
   private finalDone = false;
   private waiters: { id: number; resolve: () => void }[] = [];
   private readonly listeners: ((checkpointId: number) => void)[] = [];
+  /** Encoded size of each task's previous snapshot (by file name): the next one is usually about as large. */
+  private readonly lastBytes = new Map<string, number>();
 
   constructor(
     private readonly storage: CheckpointStorage,
     private readonly link: CoordinatorLink,
   ) {}
 
-  acknowledge(vertexName: string, checkpointId: number, snapshot: TaskSnapshot): void {
+  acknowledge(vertexName: string, checkpointId: number, snapshot: TaskSnapshot, syncMs: number): void {
     const task = { vertex: snapshot.vertex, subtask: snapshot.subtask };
     const name = taskStateFileName(task);
+    const started = performance.now();
     void (async () => {
       try {
-        const written = await this.storage.writeTaskState(checkpointId, name, encodeTaskSnapshot(snapshot));
-        this.link.ack(checkpointId, { task, vertexName, ...written });
+        // The task returns to its input before the encoding starts. The copy stays valid meanwhile: it owns its
+        // containers and shares only values, which must not be mutated once in state (MemoryKeyedStateBackend).
+        await yieldToEventLoop();
+        const data = encodeTaskSnapshot(snapshot, { sizeHint: this.lastBytes.get(name) });
+        this.lastBytes.set(name, data.byteLength);
+        const written = await this.storage.writeTaskState(checkpointId, name, data);
+        crashPoint('after-task-state-written');
+        this.link.ack(checkpointId, { task, vertexName, ...written, syncMs: roundMs(syncMs), asyncMs: roundMs(performance.now() - started) });
       } catch (err) {
         this.link.decline(checkpointId, task, err instanceof Error ? err.message : String(err));
       }
@@ -72,4 +83,9 @@ export class CheckpointHub implements CheckpointParticipant {
     if (this.isCompleted(checkpointId)) return Promise.resolve();
     return new Promise((resolve) => this.waiters.push({ id: checkpointId, resolve }));
   }
+}
+
+/** Microsecond precision is plenty for phase durations in metadata. */
+function roundMs(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
 }

@@ -5,9 +5,20 @@ import type { CheckpointCoordinatorOptions } from '../../checkpoint/coordinator-
 export interface CheckpointingConfig extends CheckpointCoordinatorOptions {
   /** Folder of the checkpoints; the same folder on the next run resumes from the latest complete one. */
   dir: string;
-  /** Discard the folder's existing checkpoints and start from scratch. @default false */
+  /** Discard the folder's existing checkpoints and start from scratch (or from `restore`). @default false */
   fresh?: boolean;
+  /** Folder of savepoints; never cleaned up by retention. @default `<dir>/savepoints` */
+  savepointDir?: string;
+  /**
+   * A savepoint directory (or a `chk-…` checkpoint directory) to start from instead of the folder's latest
+   * checkpoint. Once a checkpoint of the restored job completed in `dir`, a run with the same `restore` resumes
+   * from that checkpoint instead (see docs/checkpoints.md). @default none
+   */
+  restore?: string;
 }
+
+/** Where savepoints go when `savepointDir` is not set. */
+export const DEFAULT_SAVEPOINT_SUBDIR = 'savepoints';
 
 /** What happens when a task fails while the job runs. */
 export type RestartStrategy =

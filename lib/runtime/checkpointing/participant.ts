@@ -9,10 +9,11 @@ import type { TaskSnapshot } from '../../storage/task-snapshot.ts';
 export interface CheckpointParticipant {
   readonly enabled: boolean;
   /**
-   * The asynchronous phase: writes the snapshot taken in the synchronous phase and acknowledges it to the
-   * coordinator. Returns at once; a failed write declines the checkpoint instead of failing the task.
+   * The asynchronous phase: encodes and writes the snapshot taken in the synchronous phase (which lasted `syncMs`)
+   * and acknowledges it to the coordinator. Returns at once, before encoding; a failed encode or write declines the
+   * checkpoint instead of failing the task.
    */
-  acknowledge(vertexName: string, checkpointId: number, snapshot: TaskSnapshot): void;
+  acknowledge(vertexName: string, checkpointId: number, snapshot: TaskSnapshot, syncMs: number): void;
   /** A source task read all its input: once every source has, the coordinator takes the final checkpoint. */
   sourceFinished(task: TaskId): void;
   /** Resolves once checkpoint `checkpointId` (or a later one) is complete and its notification was delivered. */

@@ -1,22 +1,37 @@
+import { join, resolve } from 'node:path';
+import { ConfigError } from '../../core/index.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
 import type { PhysicalPlan } from '../../graph/physical-plan.ts';
-import type { CheckpointStorage } from '../../storage/checkpoint-storage.ts';
+import type { CheckpointStorage, TaskStateReader } from '../../storage/checkpoint-storage.ts';
 import { FileCheckpointStorage } from '../../storage/fs/file-checkpoint-storage.ts';
-import type { CheckpointingConfig } from './checkpointing-config.ts';
+import { FileSavepointStorage } from '../../storage/fs/file-savepoint-storage.ts';
+import { DEFAULT_SAVEPOINT_SUBDIR, type CheckpointingConfig } from './checkpointing-config.ts';
+import { openExternalRestore, type ExternalRestore } from './external-restore.ts';
+import { RESTORE_MARKER_FILE, readRestoreMarker, removeRestoreMarker, writeRestoreMarker, type RestoreMarker } from './restore-marker.ts';
 import { checkCompatible } from './restore-plan.ts';
 
 export interface PreparedCheckpointing {
   readonly storage: CheckpointStorage;
+  readonly savepoints: FileSavepointStorage;
   /** The checkpoint to start from, if any. */
   readonly latest: CheckpointMetadata | undefined;
+  /** Set when `latest` is a savepoint or checkpoint directory outside `storage` (from `--restore`). */
+  readonly external: ExternalRestore | undefined;
   /** Highest id present in storage: new checkpoints get higher ones. */
   readonly lastCheckpointId: number;
   readonly retainedCheckpointIds: number[];
+  /**
+   * A restart within the run takes the latest checkpoint of `storage` only if its id is above this; else it starts
+   * from `latest` again (checkpoints at or below it predate a `--restore`).
+   */
+  readonly restartFloor: number;
 }
 
 /**
- * At start-up: removes what crashed checkpoints left, finds the latest complete checkpoint (skipping corrupt ones
- * with a warning), and checks it belongs to this job. `--fresh` discards the folder's checkpoints instead.
+ * At start-up: removes what crashed checkpoints and savepoints left, finds where to start, and checks it belongs
+ * to this job. That is the latest complete checkpoint (skipping corrupt ones with a warning), unless the folder's
+ * job was restored from a savepoint (`--restore`) or stopped with one, as restore.json records, and has completed
+ * no checkpoint since: then that savepoint. `--fresh` discards the folder's checkpoints (and restore.json) first.
  */
 export async function prepareCheckpointing(
   config: CheckpointingConfig,
@@ -24,22 +39,69 @@ export async function prepareCheckpointing(
   log: (line: string) => void,
 ): Promise<PreparedCheckpointing> {
   const storage = new FileCheckpointStorage(config.dir);
+  const savepoints = new FileSavepointStorage(config.savepointDir ?? join(config.dir, DEFAULT_SAVEPOINT_SUBDIR));
   const removed = await storage.removeIncomplete();
+  await savepoints.removeIncomplete();
   let listed = await storage.list();
   let lastCheckpointId = Math.max(0, ...removed, ...listed.map((c) => c.checkpointId));
-  if (config.fresh === true && listed.length > 0) {
-    for (const c of listed) await storage.discard(c.checkpointId);
-    log(`--fresh: discarded ${listed.length} checkpoint(s) in ${storage.location}`);
+  let marker = await readRestoreMarker(config.dir);
+  if (config.fresh === true) {
+    if (listed.length > 0) {
+      for (const c of listed) await storage.discard(c.checkpointId);
+      log(`--fresh: discarded ${listed.length} checkpoint(s) in ${storage.location}`);
+    }
+    if (marker !== undefined) await removeRestoreMarker(config.dir);
     listed = [];
+    marker = undefined;
   }
-  const latest =
+  let external: ExternalRestore | undefined;
+  if (config.restore !== undefined && resolve(config.restore) !== marker?.source) {
+    // Checked before the marker is written, so a savepoint this job cannot use leaves the folder as it was.
+    external = await openExternalRestore(config.restore, plan);
+    marker = { source: external.dir, checkpointId: external.metadata.checkpointId, floor: lastCheckpointId };
+    await writeRestoreMarker(config.dir, marker);
+  }
+  const own =
     config.fresh === true
       ? undefined
       : await storage.latestComplete((id, reason) => log(`warning: skipping checkpoint ${id}: ${reason}`));
-  if (latest !== undefined) checkCompatible(latest, plan, storage.location);
+  let latest: CheckpointMetadata | undefined;
+  if (marker === undefined || (own !== undefined && own.checkpointId > marker.floor)) {
+    latest = own;
+    external = undefined;
+    if (latest !== undefined) checkCompatible(latest, plan, storage.location);
+    if (latest !== undefined && config.restore !== undefined) {
+      log(`--restore ${config.restore}: the job in ${storage.location} was restored from it before; resuming from its latest checkpoint`);
+    }
+  } else {
+    external ??= await openExternalRestore(marker.source, plan).catch((err: unknown) => {
+      if (config.restore !== undefined || !(err instanceof ConfigError)) throw err;
+      throw new ConfigError(
+        `${err.message} (${RESTORE_MARKER_FILE} in ${storage.location} says the job continues from it; pass --restore with another savepoint, or --fresh to start from the beginning)`,
+        { cause: err },
+      );
+    });
+    latest = external.metadata;
+    if (config.restore === undefined) log(resumingRestoreNote(marker, storage.location));
+  }
   lastCheckpointId = Math.max(lastCheckpointId, latest?.checkpointId ?? 0);
   const retainedCheckpointIds = listed
     .filter((c) => c.status === 'complete' && !c.metadata.savepoint)
     .map((c) => c.checkpointId);
-  return { storage, latest, lastCheckpointId, retainedCheckpointIds };
+  return { storage, savepoints, latest, external, lastCheckpointId, retainedCheckpointIds, restartFloor: marker?.floor ?? 0 };
+}
+
+function resumingRestoreNote(marker: RestoreMarker, location: string): string {
+  return `the job in ${location} started from or was stopped with ${marker.source}, and has completed no checkpoint since: continuing from it`;
+}
+
+/** Where the task files of `metadata` are: the `--restore` directory it came from, or checkpoint storage. */
+export function restoreReader(prepared: PreparedCheckpointing, metadata: CheckpointMetadata): TaskStateReader {
+  return metadata === prepared.external?.metadata ? prepared.external.reader : prepared.storage;
+}
+
+/** The line a runner logs when it starts from `metadata`: `restored from checkpoint 12` / `… savepoint PATH`. */
+export function restoredFromLine(prepared: PreparedCheckpointing, metadata: CheckpointMetadata): string {
+  const external = metadata === prepared.external?.metadata ? prepared.external : undefined;
+  return `restored from ${external?.description ?? `checkpoint ${metadata.checkpointId}`}`;
 }

@@ -2,12 +2,13 @@ import { ConfigError } from '../../core/index.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
 import type { PhysicalPlan, Vertex } from '../../graph/physical-plan.ts';
 import type { SourceSplit } from '../../connectors/source.ts';
-import type { CheckpointStorage } from '../../storage/checkpoint-storage.ts';
+import type { TaskStateReader } from '../../storage/checkpoint-storage.ts';
 import { decodeTaskSnapshot } from '../../storage/task-state-codec.ts';
 import type { TaskSnapshot } from '../../storage/task-snapshot.ts';
 import type { KeyedStateSnapshot } from '../../state/index.ts';
 import type { TimerKeyGroupSnapshot } from '../../operators/timer-service.ts';
 import type { RestoredOperatorState } from '../operator-chain.ts';
+import { failPoint } from './fault-injection.ts';
 
 /** A checkpoint's task snapshots, read back and grouped by vertex. */
 export interface RestoredJob {
@@ -44,10 +45,11 @@ export function checkCompatible(metadata: CheckpointMetadata, plan: PhysicalPlan
 
 /** Reads and verifies the snapshots of `vertices` (those a thread runs). */
 export async function loadRestoredJob(
-  storage: CheckpointStorage,
+  storage: TaskStateReader,
   metadata: CheckpointMetadata,
   vertices: ReadonlySet<number>,
 ): Promise<RestoredJob> {
+  failPoint('restore');
   const snapshots = new Map<number, TaskSnapshot[]>();
   const handles = metadata.tasks.filter((h) => vertices.has(h.task.vertex)).sort((a, b) => a.task.subtask - b.task.subtask);
   for (const handle of handles) {

@@ -21,6 +21,8 @@ export interface WorkerInit {
   readonly checkpointDir: string | undefined;
   /** The checkpoint to start from. */
   readonly restoreFrom: CheckpointMetadata | undefined;
+  /** Directory of `restoreFrom`'s task files when it is a savepoint (or another checkpoint directory), not in `checkpointDir`. */
+  readonly restoreDir?: string | undefined;
 }
 
 /** Worker -> coordinating thread. */
@@ -29,9 +31,14 @@ export type WorkerMessage =
   | { readonly type: 'failed'; readonly error: SerializedError }
   | { readonly type: 'ack'; readonly checkpointId: number; readonly handle: TaskStateHandle }
   | { readonly type: 'decline'; readonly checkpointId: number; readonly task: TaskId; readonly reason: string }
-  | { readonly type: 'sourceFinished'; readonly task: TaskId };
+  | { readonly type: 'sourceFinished'; readonly task: TaskId }
+  /** Every task of the thread ran its completion hooks (sink commits) for `checkpointId`. */
+  | { readonly type: 'notified'; readonly checkpointId: number }
+  /** The answer to a `metrics` request: the thread's task counters now. */
+  | { readonly type: 'metrics'; readonly requestId: number; readonly metrics: TaskMetrics[] };
 
 /** Coordinating thread -> worker. */
 export type CoordinatorMessage =
   | { readonly type: 'trigger'; readonly barrier: BarrierElement }
-  | { readonly type: 'complete'; readonly checkpointId: number; readonly final: boolean };
+  | { readonly type: 'complete'; readonly checkpointId: number; readonly final: boolean }
+  | { readonly type: 'metrics'; readonly requestId: number };

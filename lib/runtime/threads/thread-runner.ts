@@ -17,10 +17,15 @@ import {
   type CheckpointingConfig,
   type RestartStrategy,
 } from '../checkpointing/checkpointing-config.ts';
-import { prepareCheckpointing } from '../checkpointing/prepare-checkpointing.ts';
+import { prepareCheckpointing, restoredFromLine, type PreparedCheckpointing } from '../checkpointing/prepare-checkpointing.ts';
 import { EmbeddedCheckpointDriver } from '../checkpointing/embedded-driver.ts';
 import { allTasks, runAttempts, sourceTasks } from '../checkpointing/attempts.ts';
+import { writeRestoreMarker } from '../checkpointing/restore-marker.ts';
+import type { JobControl, SavepointView } from '../control/job-control.ts';
+import { JobNotRunningError } from '../control/control-errors.ts';
 import { RemoteTaskError } from './remote-error.ts';
+import { AttemptMonitor } from './attempt-monitor.ts';
+import { ThreadedJob } from './threaded-job.ts';
 import type { CoordinatorMessage, WorkerInit, WorkerMessage } from './protocol.ts';
 
 export interface ThreadedRunOptions {
@@ -35,6 +40,11 @@ export interface ThreadedRunOptions {
   restart?: RestartStrategy;
   /** Progress lines (restores, restarts, skipped checkpoints). @default stderr */
   log?: (line: string) => void;
+  /**
+   * Called once the job is checked and about to start, with its controls (status, checkpoint history,
+   * savepoints, stop); `sluice run` serves them over REST. The job starts when the returned promise resolves.
+   */
+  onStart?: (job: JobControl) => void | Promise<void>;
 }
 
 const BOOTSTRAP = fileURLToPath(new URL('./worker-bootstrap.mjs', import.meta.url));
@@ -44,42 +54,90 @@ interface AttemptSetup {
   readonly plan: PhysicalPlan;
   readonly splits: Map<number, SourceSplit[]>;
   readonly restoreFrom: CheckpointMetadata | undefined;
+  /** Directory of `restoreFrom`'s files when they are not in the checkpoint folder (a savepoint). */
+  readonly restoreDir: string | undefined;
   /** Receives the workers' checkpoint messages; undefined without checkpointing. */
   readonly driver: EmbeddedCheckpointDriver | undefined;
   /** Filled with a function that sends a message to every worker. */
   readonly broadcast: { send: (message: CoordinatorMessage) => void };
+  readonly job: ThreadedJob;
+  readonly restoredFrom: string | undefined;
+}
+
+interface AttemptOutcome {
+  readonly metrics: TaskMetrics[];
+  /** Set when the attempt was stopped with this savepoint. */
+  readonly savepoint?: SavepointView;
 }
 
 /**
  * Runs a job module on worker threads: subtask i of every operator runs on thread i (so parallelism N uses N
  * threads), with channels between threads over MessagePorts. The first failing task fails the attempt and every
- * thread is stopped; with checkpointing, the job restarts from its latest complete checkpoint.
+ * thread is stopped; with checkpointing, the job restarts from its latest complete checkpoint. A stop with a
+ * savepoint ends the job early, successfully.
  */
 export async function runOnThreads(options: ThreadedRunOptions): Promise<JobResult> {
   const started = Date.now();
-  const job = await loadJobModule(options.modulePath);
-  const env = await buildJob(job, options.flags, options.jobOptions);
+  const definition = await loadJobModule(options.modulePath);
+  const env = await buildJob(definition, options.flags, options.jobOptions);
   const plan = buildPhysicalPlan(env.graph, env.options);
   const splits = await computeSplits(plan);
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const config = options.checkpointing;
-  if (config === undefined) {
-    const metrics = await runAttempt({ options, plan, splits, restoreFrom: undefined, driver: undefined, broadcast: { send() {} } });
-    return summarize(started, metrics);
+  const prepared = config === undefined ? undefined : await prepareCheckpointing(config, plan, log);
+  const job = new ThreadedJob({
+    name: definition.name,
+    plan,
+    parallelism: env.options.parallelism,
+    startTime: started,
+    checkpointing:
+      config === undefined || prepared === undefined
+        ? null
+        : { dir: config.dir, intervalMs: config.intervalMs, savepointDir: prepared.savepoints.location },
+  });
+  await options.onStart?.(job);
+  try {
+    const outcome =
+      config === undefined || prepared === undefined
+        ? await runAttempt({ options, plan, splits, restoreFrom: undefined, restoreDir: undefined, driver: undefined, broadcast: { send() {} }, job, restoredFrom: undefined })
+        : await runWithCheckpoints(options, config, prepared, plan, splits, job, log);
+    job.ended(outcome.metrics, outcome.savepoint);
+    const result = summarize(started, outcome.metrics);
+    return outcome.savepoint === undefined ? result : { ...result, stoppedWithSavepoint: outcome.savepoint.path };
+  } catch (err) {
+    job.failed();
+    throw err;
   }
-  const prepared = await prepareCheckpointing(config, plan, log);
+}
+
+function runWithCheckpoints(
+  options: ThreadedRunOptions,
+  config: CheckpointingConfig,
+  prepared: PreparedCheckpointing,
+  plan: PhysicalPlan,
+  splits: Map<number, SourceSplit[]>,
+  job: ThreadedJob,
+  log: (line: string) => void,
+): Promise<AttemptOutcome> {
   let lastCheckpointId = prepared.lastCheckpointId;
+  let previous: EmbeddedCheckpointDriver | undefined;
   return runAttempts({
     strategy: checkRestartStrategy(options.restart ?? DEFAULT_RESTART_STRATEGY),
     storage: prepared.storage,
     first: prepared.latest,
+    restartFloor: prepared.external === undefined ? undefined : prepared.restartFloor,
     log,
     attempt: async (restoreFrom) => {
-      if (restoreFrom !== undefined) log(`restored from checkpoint ${restoreFrom.checkpointId}`);
+      const restoredFrom = restoreFrom === undefined ? undefined : restoredFromLine(prepared, restoreFrom);
+      if (restoredFrom !== undefined) log(restoredFrom);
       const broadcast = { send: (_message: CoordinatorMessage) => {} };
       const driver = new EmbeddedCheckpointDriver({
         options: config,
         storage: prepared.storage,
+        savepoints: prepared.savepoints,
+        // The next run with this checkpoint folder continues from the savepoint, not from an older checkpoint.
+        beforeStop: (savepoint) =>
+          writeRestoreMarker(config.dir, { source: savepoint.path, checkpointId: savepoint.checkpointId, floor: savepoint.checkpointId }),
         tasks: allTasks(plan),
         sourceTasks: sourceTasks(plan),
         maxParallelism: plan.maxParallelism,
@@ -87,14 +145,21 @@ export async function runOnThreads(options: ThreadedRunOptions): Promise<JobResu
         retainedCheckpointIds: (await prepared.storage.list())
           .filter((c) => c.status === 'complete' && !c.metadata.savepoint)
           .map((c) => c.checkpointId),
+        history: previous?.historyState,
+        savepointPaths: previous?.savepointPaths,
         dispatch: {
           trigger: (barrier) => broadcast.send({ type: 'trigger', barrier }),
           notifyComplete: (checkpointId, final) => broadcast.send({ type: 'complete', checkpointId, final }),
         },
         log,
       });
+      previous = driver;
+      const restoreDir = restoreFrom !== undefined && restoreFrom === prepared.external?.metadata ? prepared.external.dir : undefined;
       try {
-        return summarize(started, await runAttempt({ options, plan, splits, restoreFrom, driver, broadcast }));
+        return await runAttempt({ options, plan, splits, restoreFrom, restoreDir, driver, broadcast, job, restoredFrom });
+      } catch (err) {
+        job.attemptFailed();
+        throw err;
       } finally {
         await driver.stop();
         lastCheckpointId = driver.lastCheckpointId;
@@ -103,8 +168,11 @@ export async function runOnThreads(options: ThreadedRunOptions): Promise<JobResu
   });
 }
 
-/** Starts one worker per thread, wires their channels, and waits until all are done or one fails. */
-async function runAttempt(setup: AttemptSetup): Promise<TaskMetrics[]> {
+/**
+ * Starts one worker per thread, wires their channels, and waits until all are done or one fails, or until a stop
+ * with a savepoint ends the attempt.
+ */
+async function runAttempt(setup: AttemptSetup): Promise<AttemptOutcome> {
   const { options, plan, driver } = setup;
   const threads = Math.max(...plan.vertices.map((v) => v.parallelism));
   const portsOf: Record<string, MessagePort>[] = Array.from({ length: threads }, () => ({}));
@@ -118,6 +186,9 @@ async function runAttempt(setup: AttemptSetup): Promise<TaskMetrics[]> {
   setup.broadcast.send = (message) => {
     for (const w of workers) w.postMessage(message);
   };
+  const monitor = new AttemptMonitor(threads, (thread, message) => workers[thread]?.postMessage(message));
+  let stopWith: (outcome: AttemptOutcome) => void = () => {};
+  const stopped = new Promise<AttemptOutcome>((resolve) => (stopWith = resolve));
   const reports = Array.from({ length: threads }, (_, thread) => {
     const init: WorkerInit = {
       modulePath: options.modulePath,
@@ -130,6 +201,7 @@ async function runAttempt(setup: AttemptSetup): Promise<TaskMetrics[]> {
       ports: portsOf[thread]!,
       checkpointDir: options.checkpointing?.dir,
       restoreFrom: setup.restoreFrom,
+      restoreDir: setup.restoreDir,
     };
     const worker = new Worker(BOOTSTRAP, {
       workerData: init,
@@ -144,6 +216,7 @@ async function runAttempt(setup: AttemptSetup): Promise<TaskMetrics[]> {
         switch (message.type) {
           case 'done':
             settled = true;
+            monitor.onDone(thread, message.metrics);
             resolve(message.metrics);
             break;
           case 'failed':
@@ -159,6 +232,12 @@ async function runAttempt(setup: AttemptSetup): Promise<TaskMetrics[]> {
           case 'sourceFinished':
             driver?.sourceFinished(message.task);
             break;
+          case 'notified':
+            monitor.onNotified(thread, message.checkpointId);
+            break;
+          case 'metrics':
+            monitor.onMetrics(thread, message.requestId, message.metrics);
+            break;
         }
       });
       worker.once('error', (err) => {
@@ -170,13 +249,21 @@ async function runAttempt(setup: AttemptSetup): Promise<TaskMetrics[]> {
       });
     });
   });
+  setup.job.attemptStarted(
+    { driver, notified: (id) => monitor.notified(id), metrics: () => monitor.metrics(), stop: (savepoint, metrics) => stopWith({ metrics, savepoint }) },
+    setup.restoredFrom,
+  );
 
   try {
-    return (await Promise.all(reports)).flat();
+    return await Promise.race([Promise.all(reports).then((metrics) => ({ metrics: metrics.flat() })), stopped]);
   } catch (err) {
+    // A task that fails after the stop's savepoint went to the sinks changes nothing: restoring it commits again.
+    const savepoint = driver?.stoppedWithSavepoint;
+    if (savepoint !== undefined) return { metrics: await monitor.metrics(), savepoint };
     if (err instanceof JobFailedError) throw err;
     throw new JobFailedError(`job failed: ${err instanceof Error ? err.message : String(err)}`, err);
   } finally {
+    monitor.close(new JobNotRunningError('the job failed or restarted before every sink had committed the savepoint'));
     await Promise.all(workers.map((w) => w.terminate()));
   }
 }

@@ -2,6 +2,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { InternalError, systemClock, type BarrierElement } from '../../core/index.ts';
 import { buildPhysicalPlan } from '../../graph/physical-plan.ts';
 import { FileCheckpointStorage } from '../../storage/fs/file-checkpoint-storage.ts';
+import { SnapshotDirectory } from '../../storage/fs/snapshot-directory.ts';
 import { buildJob, loadJobModule } from '../load-job.ts';
 import { NO_CHECKPOINTS, type CheckpointParticipant } from '../checkpointing/participant.ts';
 import { CheckpointHub } from '../checkpointing/checkpoint-hub.ts';
@@ -29,6 +30,9 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
   const early: BarrierElement[] = [];
   let checkpoints: CheckpointParticipant = NO_CHECKPOINTS;
   let restored;
+  port.on('message', (message: CoordinatorMessage) => {
+    if (message.type === 'metrics') post({ type: 'metrics', requestId: message.requestId, metrics: tasks.map((t) => t.metrics) });
+  });
   if (init.checkpointDir !== undefined) {
     const storage = new FileCheckpointStorage(init.checkpointDir);
     const hub = new CheckpointHub(storage, {
@@ -36,8 +40,12 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
       decline: (checkpointId, task, reason) => post({ type: 'decline', checkpointId, task, reason }),
       sourceFinished: (task) => post({ type: 'sourceFinished', task }),
     });
-    hub.onComplete((id) => tasks.forEach((t) => t.notifyCheckpointComplete(id)));
+    hub.onComplete((id) => {
+      // The coordinating thread learns when the sinks committed (a stop-with-savepoint ends the job only then).
+      void Promise.all(tasks.map((t) => t.notifyCheckpointComplete(id))).then(() => post({ type: 'notified', checkpointId: id }));
+    });
     port.on('message', (message: CoordinatorMessage) => {
+      if (message.type === 'metrics') return;
       if (message.type === 'complete') hub.notifyComplete(message.checkpointId, message.final);
       // A trigger can arrive while this thread is still loading restored state: keep it for the tasks.
       else if (tasks.length === 0) early.push(message.barrier);
@@ -46,7 +54,8 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
     checkpoints = hub;
     if (init.restoreFrom !== undefined) {
       const mine = new Set(plan.vertices.filter((v) => v.parallelism > init.thread).map((v) => v.id));
-      restored = await loadRestoredJob(storage, init.restoreFrom, mine);
+      const reader = init.restoreDir === undefined ? storage : new SnapshotDirectory(init.restoreDir);
+      restored = await loadRestoredJob(reader, init.restoreFrom, mine);
     }
   }
   tasks = deployTasks({

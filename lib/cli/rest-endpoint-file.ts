@@ -1,0 +1,57 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/**
+ * `<checkpoint-dir>/rest.json`: where the REST API of the job checkpointing into that folder listens, so that
+ * `sluice savepoint --checkpoint-dir DIR` (and `stop`, `checkpoints`) find it without being told the port.
+ */
+export const REST_ENDPOINT_FILE = 'rest.json';
+
+export interface RestEndpoint {
+  readonly url: string;
+  /** Process id of `sluice run`. */
+  readonly pid: number;
+  readonly jobId: string;
+  readonly jobName: string;
+  /** Epoch ms. */
+  readonly startTime: number;
+}
+
+export function restEndpointPath(checkpointDir: string): string {
+  return join(checkpointDir, REST_ENDPOINT_FILE);
+}
+
+/** Written by rename, so a reader never sees half a file. */
+export async function writeRestEndpoint(checkpointDir: string, endpoint: RestEndpoint): Promise<void> {
+  const file = restEndpointPath(checkpointDir);
+  const temp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
+  await mkdir(checkpointDir, { recursive: true });
+  await writeFile(temp, `${JSON.stringify(endpoint, null, 2)}\n`, 'utf8');
+  await rename(temp, file);
+}
+
+/** The endpoint in the folder, or undefined when there is none. A malformed file is reported as such. */
+export async function readRestEndpoint(checkpointDir: string): Promise<RestEndpoint | undefined> {
+  const file = restEndpointPath(checkpointDir);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  const value = JSON.parse(text) as Partial<RestEndpoint>;
+  if (typeof value.url !== 'string' || typeof value.pid !== 'number') throw new Error(`${file} does not name a REST endpoint`);
+  return value as RestEndpoint;
+}
+
+/** Removes the file if it still describes `endpoint` (a later run into the same folder may have replaced it). */
+export async function removeRestEndpoint(checkpointDir: string, endpoint: RestEndpoint): Promise<void> {
+  try {
+    const current = await readRestEndpoint(checkpointDir);
+    if (current?.url === endpoint.url && current.pid === endpoint.pid) await rm(restEndpointPath(checkpointDir), { force: true });
+  } catch {
+    // Best effort: a stale file is detected by the commands (nothing listens there any more).
+  }
+}

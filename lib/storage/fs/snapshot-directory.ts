@@ -1,0 +1,92 @@
+import { readFile, stat } from 'node:fs/promises';
+import { basename, join, resolve } from 'node:path';
+import { METADATA_FILE_NAME, parseDirectoryName, parseTaskStatePath } from '../../checkpoint/naming.ts';
+import type { CheckpointMetadata } from '../../checkpoint/types.ts';
+import type { TaskStateReader } from '../checkpoint-storage.ts';
+import { CheckpointCorruptError, CheckpointIoError } from '../errors.ts';
+import { decodeMetadata } from '../metadata-codec.ts';
+import { fileSizeAndSha256, sha256Hex } from './durable-fs.ts';
+
+function errorCode(error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null ? (error as NodeJS.ErrnoException).code : undefined;
+}
+
+/**
+ * One savepoint or checkpoint directory read on its own, as `--restore` names it: its `_metadata` and the task files
+ * beside it. Task paths in the metadata are looked up by file name inside this directory, so a savepoint can be
+ * moved or renamed and still restores.
+ */
+export class SnapshotDirectory implements TaskStateReader {
+  readonly path: string;
+
+  constructor(path: string) {
+    this.path = resolve(path);
+  }
+
+  /** Whether the directory holds a `_metadata` file (else it is not a complete checkpoint or savepoint). */
+  async hasMetadata(): Promise<boolean> {
+    try {
+      return (await stat(join(this.path, METADATA_FILE_NAME))).isFile();
+    } catch (cause) {
+      if (errorCode(cause) === 'ENOENT' || errorCode(cause) === 'ENOTDIR') return false;
+      throw new CheckpointIoError('inspect', join(this.path, METADATA_FILE_NAME), cause);
+    }
+  }
+
+  /** Reads and verifies `_metadata`; when the directory keeps its original name, the id in it must match. */
+  async readMetadata(): Promise<CheckpointMetadata> {
+    const file = join(this.path, METADATA_FILE_NAME);
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(file);
+    } catch (cause) {
+      if (errorCode(cause) === 'ENOENT') throw new CheckpointCorruptError(file, 'the file is missing', { cause });
+      throw new CheckpointIoError('read checkpoint metadata', file, cause);
+    }
+    return decodeMetadata(bytes, file, parseDirectoryName(basename(this.path))?.checkpointId);
+  }
+
+  /** Checks every task file the metadata lists (size, then a streamed sha256) without loading it. */
+  async verifyTaskFiles(metadata: CheckpointMetadata): Promise<void> {
+    for (const handle of metadata.tasks) {
+      const file = this.taskFile(handle.path);
+      let actual: { bytes: number; sha256: string };
+      try {
+        actual = await fileSizeAndSha256(file);
+      } catch (cause) {
+        if (errorCode(cause) === 'ENOENT') throw new CheckpointCorruptError(file, 'the file is missing', { cause });
+        throw new CheckpointIoError('verify task state file', file, cause);
+      }
+      if (actual.bytes !== handle.bytes || actual.sha256 !== handle.sha256) {
+        throw new CheckpointCorruptError(file, `it has ${actual.bytes} bytes and another sha256 than the metadata records`);
+      }
+    }
+  }
+
+  async readTaskState(path: string, expected: { bytes: number; sha256: string }): Promise<Uint8Array> {
+    const file = this.taskFile(path);
+    let data: Buffer;
+    try {
+      data = await readFile(file);
+    } catch (cause) {
+      if (errorCode(cause) === 'ENOENT') throw new CheckpointCorruptError(file, 'the file is missing', { cause });
+      throw new CheckpointIoError('read task state file', file, cause);
+    }
+    if (data.length !== expected.bytes) {
+      throw new CheckpointCorruptError(file, `it has ${data.length} bytes, the metadata says ${expected.bytes}`);
+    }
+    if ((await sha256Hex(data)) !== expected.sha256) {
+      throw new CheckpointCorruptError(file, 'its sha256 differs from the one recorded in the metadata');
+    }
+    return data;
+  }
+
+  /** The file of a metadata task path inside this directory; the path must follow the naming scheme. */
+  private taskFile(path: string): string {
+    const parsed = parseTaskStatePath(path);
+    if (parsed === undefined) {
+      throw new CheckpointCorruptError(path, 'the metadata names it as a task state file, which it cannot be');
+    }
+    return join(this.path, path.slice(path.indexOf('/') + 1));
+  }
+}

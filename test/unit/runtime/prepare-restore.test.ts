@@ -1,0 +1,122 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { StreamEnvironment, collectSink, ConfigError } from '../../../lib/index.ts';
+import { buildPhysicalPlan, type PhysicalPlan } from '../../../lib/graph/physical-plan.ts';
+import { taskStateFileName } from '../../../lib/checkpoint/naming.ts';
+import { CHECKPOINT_FORMAT_VERSION, type CheckpointMetadata } from '../../../lib/checkpoint/types.ts';
+import { FileCheckpointStorage, FileSavepointStorage, encodeTaskSnapshot } from '../../../lib/storage/index.ts';
+import { prepareCheckpointing, restoreReader, restoredFromLine } from '../../../lib/runtime/checkpointing/prepare-checkpointing.ts';
+
+let root: string;
+let plan: PhysicalPlan;
+
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), 'sluice-prepare-'));
+  const env = new StreamEnvironment({ parallelism: 1 });
+  env.fromCollection([1, 2, 3]).map((x) => x).sinkTo(collectSink());
+  plan = buildPhysicalPlan(env.graph, env.options);
+});
+afterEach(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+/** Writes checkpoint `id` of `plan` into `dir` (complete), or as a savepoint into `dir/savepoints`; returns its metadata and savepoint path. */
+async function snapshot(dir: string, id: number, savepoint: boolean, maxParallelism = plan.maxParallelism): Promise<{ metadata: CheckpointMetadata; path?: string }> {
+  const storage = new FileCheckpointStorage(dir);
+  const vertex = plan.vertices[0]!;
+  const task = { vertex: vertex.id, subtask: 0 };
+  const written = await storage.writeTaskState(id, taskStateFileName(task), encodeTaskSnapshot({ ...task, operators: [] }));
+  const metadata: CheckpointMetadata = {
+    version: CHECKPOINT_FORMAT_VERSION,
+    checkpointId: id,
+    savepoint,
+    triggeredAt: 1000 + id,
+    completedAt: 1001 + id,
+    maxParallelism,
+    parallelism: { [vertex.id]: 1 },
+    tasks: [{ task, vertexName: vertex.name, ...written }],
+  };
+  if (!savepoint) {
+    await storage.commitMetadata(metadata);
+    return { metadata };
+  }
+  const path = await new FileSavepointStorage(join(dir, 'savepoints')).write(metadata, storage);
+  await storage.discard(id);
+  return { metadata, path };
+}
+
+const config = (dir: string, extra: { restore?: string; fresh?: boolean } = {}) => ({ dir, intervalMs: 1000, ...extra });
+
+describe('prepareCheckpointing with savepoints', () => {
+  it('starts from --restore, records it, and resumes from the restored job`s own checkpoints once there are some', async () => {
+    const { path } = await snapshot(join(root, 'old'), 13, true);
+    const dir = join(root, 'new');
+    await snapshot(dir, 20, false); // an older job's checkpoint in the folder: never resumed from
+    const logs: string[] = [];
+    const first = await prepareCheckpointing(config(dir, { restore: path }), plan, (l) => logs.push(l));
+    expect(first.latest?.checkpointId).toBe(13);
+    expect(first.external?.dir).toBe(path);
+    expect(restoredFromLine(first, first.latest!)).toBe(`restored from savepoint ${path}`);
+    expect(restoreReader(first, first.latest!)).toBe(first.external?.reader);
+    expect(first.restartFloor).toBe(20);
+    expect(JSON.parse(await readFile(join(dir, 'restore.json'), 'utf8'))).toEqual({ source: path, checkpointId: 13, floor: 20 });
+
+    // Interrupted before a checkpoint of its own: the savepoint again, with --restore or without.
+    expect((await prepareCheckpointing(config(dir, { restore: path }), plan, () => {})).latest?.checkpointId).toBe(13);
+    const again: string[] = [];
+    expect((await prepareCheckpointing(config(dir), plan, (l) => again.push(l))).external?.dir).toBe(path);
+    expect(again.join('\n')).toContain(`continuing from it`);
+
+    // Its first checkpoint completed: from then on, that one.
+    await snapshot(dir, 21, false);
+    const resumed = await prepareCheckpointing(config(dir, { restore: path }), plan, () => {});
+    expect(resumed.latest?.checkpointId).toBe(21);
+    expect(resumed.external).toBeUndefined();
+    expect(restoredFromLine(resumed, resumed.latest!)).toBe('restored from checkpoint 21');
+    expect((await prepareCheckpointing(config(dir), plan, () => {})).latest?.checkpointId).toBe(21);
+  });
+
+  it('--fresh with --restore discards the folder and restores again; --fresh alone forgets the restore', async () => {
+    const { path } = await snapshot(join(root, 'old'), 5, true);
+    const dir = join(root, 'new');
+    await prepareCheckpointing(config(dir, { restore: path }), plan, () => {});
+    await snapshot(dir, 6, false);
+    const again = await prepareCheckpointing(config(dir, { restore: path, fresh: true }), plan, () => {});
+    expect(again.latest?.checkpointId).toBe(5);
+    expect(await again.storage.list()).toEqual([]);
+    const fresh = await prepareCheckpointing(config(dir, { fresh: true }), plan, () => {});
+    expect(fresh.latest).toBeUndefined();
+    expect(existsSync(join(dir, 'restore.json'))).toBe(false);
+  });
+
+  it('restores a chk-* directory of another folder, named as a checkpoint', async () => {
+    await snapshot(join(root, 'old'), 8, false);
+    const chk = join(root, 'old', 'chk-0000000008');
+    const prepared = await prepareCheckpointing(config(join(root, 'new'), { restore: chk }), plan, () => {});
+    expect(restoredFromLine(prepared, prepared.latest!)).toBe(`restored from checkpoint 8 (${chk})`);
+  });
+
+  it('refuses another maxParallelism, a folder instead of a savepoint, and a missing one, leaving no record', async () => {
+    const { path } = await snapshot(join(root, 'old'), 3, true, 64);
+    const dir = join(root, 'new');
+    await expect(prepareCheckpointing(config(dir, { restore: path }), plan, () => {})).rejects.toThrow(
+      /it was taken with maxParallelism 64 but the job now has 128.*run with --max-parallelism 64/s,
+    );
+    expect(existsSync(join(dir, 'restore.json'))).toBe(false);
+    await expect(prepareCheckpointing(config(dir, { restore: join(root, 'old', 'savepoints') }), plan, () => {})).rejects.toThrow(
+      /this folder holds checkpoints or savepoints, not one of them; pass one directory, e\.g\. .*savepoint-0000000003-1003/,
+    );
+    await expect(prepareCheckpointing(config(dir, { restore: join(root, 'gone') }), plan, () => {})).rejects.toThrow(ConfigError);
+  });
+
+  it('says which record points at a savepoint that is gone', async () => {
+    const { path } = await snapshot(join(root, 'old'), 4, true);
+    const dir = join(root, 'new');
+    await prepareCheckpointing(config(dir, { restore: path! }), plan, () => {});
+    await rm(path!, { recursive: true });
+    await expect(prepareCheckpointing(config(dir), plan, () => {})).rejects.toThrow(/restore\.json in .* says the job continues from it/);
+  });
+});
