@@ -1,7 +1,8 @@
 // Checkpoint benchmarks (never part of the tests): the cost of a 1 s checkpoint interval on the keyed window job and
-// its synchronous/asynchronous phases, checkpoint duration and size for 10 MB, 100 MB and 1 GB of keyed state, and
-// the time from a restart to the first record.
-// Usage: npm run bench:checkpoints [-- --quick] [-- --skip-1gb] [-- --only throughput|sizes|restart]
+// its synchronous/asynchronous phases, checkpoint duration and size for 10 MB, 100 MB and 1 GB of keyed state, the
+// time from a restart to the first record, and what immutable accumulators cost. About 25 minutes; run it on an
+// otherwise idle machine (on 2 cores, anything else running moves these figures by more than they differ).
+// Usage: npm run bench:checkpoints [-- --quick] [-- --skip-1gb] [-- --only throughput|sizes|restart|accumulators]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
@@ -111,10 +112,11 @@ interface ThroughputRow {
 }
 
 async function throughput(): Promise<ThroughputRow[]> {
-  const events = quick ? 2_000_000 : 10_000_000;
-  const reps = quick ? 1 : 3;
+  const reps = quick ? 1 : 5;
   const rows: ThroughputRow[] = [];
   for (const keys of [1_000, 10_000]) {
+    // About 15 s per run, so that the fixed cost of the final checkpoint at the end of input hardly counts.
+    const events = quick ? 2_000_000 : keys === 1_000 ? 30_000_000 : 15_000_000;
     for (const parallelism of [1, 2]) {
       const row: ThroughputRow = { name: `keyed 10 s tumbling count/sum, ${fmt(keys)} keys`, parallelism, none: [], interval: [], checkpoints: [] };
       for (let rep = 0; rep < reps; rep++) {
@@ -147,19 +149,29 @@ async function throughput(): Promise<ThroughputRow[]> {
 
 function throughputTables(rows: ThroughputRow[]): string {
   const rates = table(
-    ['job', 'parallelism', 'no checkpoints (events/s)', '1 s interval (events/s)', 'change', 'checkpoints per run'],
+    ['job', 'parallelism', 'runs', 'no checkpoints (events/s, median; range)', '1 s interval (events/s, median; range)', 'change of medians', 'checkpoints per run'],
     rows.map((r) => {
       const none = median(r.none);
       const interval = median(r.interval);
       const change = (interval / none - 1) * 100;
       const perRun = r.checkpoints.length / Math.max(1, r.interval.length);
-      return [r.name, String(r.parallelism), fmt(none), fmt(interval), `${change >= 0 ? '+' : ''}${change.toFixed(1)}%`, perRun.toFixed(1)];
+      const range = (v: number[]) => `${fmt(Math.min(...v))}-${fmt(Math.max(...v))}`;
+      return [
+        r.name,
+        String(r.parallelism),
+        String(r.none.length),
+        `${fmt(none)}; ${range(r.none)}`,
+        `${fmt(interval)}; ${range(r.interval)}`,
+        `${change >= 0 ? '+' : ''}${change.toFixed(1)}%`,
+        perRun.toFixed(1),
+      ];
     }),
   );
   const phases = table(
-    ['job', 'parallelism', 'task snapshots', 'sync p50 (ms)', 'sync p99 (ms)', 'sync max (ms)', 'async p50 (ms)', 'async p99 (ms)', 'checkpoint p50 (ms)', 'checkpoint p99 (ms)', 'size p50 (MB)'],
+    ['job', 'parallelism', 'window task snapshots', 'sync p50 (ms)', 'sync p99 (ms)', 'sync max (ms)', 'async p50 (ms)', 'async p99 (ms)', 'checkpoint p50 (ms)', 'checkpoint p99 (ms)', 'size p50 (MB)'],
     rows.map((r) => {
-      const handles = r.checkpoints.flatMap((c) => c.tasks);
+      // The window tasks hold the state; the source tasks' snapshots (split positions) take microseconds.
+      const handles = r.checkpoints.flatMap((c) => c.tasks).filter((h) => h.vertexName.includes('Window'));
       const sync = handles.flatMap((h: TaskStateHandle) => (h.syncMs === undefined ? [] : [h.syncMs]));
       const async = handles.flatMap((h: TaskStateHandle) => (h.asyncMs === undefined ? [] : [h.asyncMs]));
       const durations = r.checkpoints.map(durationOf);
@@ -375,10 +387,35 @@ function restartTable(result: { samples: RestartSample[]; checkpointBytes: numbe
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// 4. What immutable accumulators cost (no checkpoints): a new { count, total } per record versus one mutated in place
+
+async function accumulators(): Promise<string> {
+  const reps = quick ? 1 : 5;
+  const rows: string[][] = [];
+  for (const keys of [1_000, 10_000]) {
+    const events = quick ? 2_000_000 : keys === 1_000 ? 30_000_000 : 15_000_000;
+    const rates: Record<'inPlace' | 'fresh', number[]> = { inPlace: [], fresh: [] };
+    for (let rep = 0; rep < reps; rep++) {
+      for (const inPlace of rep % 2 === 0 ? [true, false] : [false, true]) {
+        const started = process.hrtime.bigint();
+        await runOnThreads({ modulePath: KEYED_WINDOW, flags: { events, keys, inPlace }, jobOptions: { parallelism: 1 }, log: () => {} });
+        const rate = events / (Number(process.hrtime.bigint() - started) / 1e9);
+        rates[inPlace ? 'inPlace' : 'fresh'].push(rate);
+        console.log(`keyed window ${fmt(keys)} keys, accumulator ${inPlace ? 'mutated in place' : 'new per record'}: ${fmt(rate)} events/s`);
+      }
+    }
+    const change = (median(rates.fresh) / median(rates.inPlace) - 1) * 100;
+    rows.push([`keyed 10 s tumbling count/sum, ${fmt(keys)} keys`, '1', String(reps), fmt(median(rates.inPlace)), fmt(median(rates.fresh)), `${change >= 0 ? '+' : ''}${change.toFixed(1)}%`]);
+  }
+  return table(['job', 'parallelism', 'runs', 'accumulator mutated in place (events/s)', 'new accumulator per record (events/s)', 'change of medians'], rows);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 
 const out: string[] = [];
 if (only === undefined || only === 'throughput') out.push('### Throughput and checkpoint phases (keyed window job)', throughputTables(await throughput()));
 if (only === undefined || only === 'sizes') out.push('### Checkpoint duration and size by keyed state size', sizesTable(await sizes()));
 if (only === undefined || only === 'restart') out.push('### Restart from a checkpoint', restartTable(await restart()));
+if (only === undefined || only === 'accumulators') out.push('### Immutable accumulators', await accumulators());
 console.log(`\nmachine: ${cpus().length} x ${cpus()[0]?.model ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`);
 console.log(out.join('\n\n'));

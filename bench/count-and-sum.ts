@@ -15,3 +15,18 @@ export const countAndSum: AggregateFunction<Transaction, CountSum, CountSum> = {
   getResult: (acc) => acc,
   merge: (a, b) => ({ count: a.count + b.count, total: a.total + b.total }),
 };
+
+/**
+ * The same, mutating the accumulator in place: wrong with checkpoints (a checkpoint being encoded would see later
+ * records). Kept only so that `npm run bench:checkpoints` can measure what immutable accumulators cost.
+ */
+export const countAndSumInPlace: AggregateFunction<Transaction, { count: number; total: number }, CountSum> = {
+  createAccumulator: () => ({ count: 0, total: 0 }),
+  add(t, acc) {
+    acc.count++;
+    acc.total += t.amountCents;
+    return acc;
+  },
+  getResult: (acc) => acc,
+  merge: (a, b) => ({ count: a.count + b.count, total: a.total + b.total }),
+};

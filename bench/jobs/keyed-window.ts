@@ -1,6 +1,6 @@
 import { defineJob, generatorSource, TumblingEventTimeWindows, WatermarkStrategy, type Transaction } from 'sluice';
 import { countingSink } from '../counting-sink.ts';
-import { countAndSum } from '../count-and-sum.ts';
+import { countAndSum, countAndSumInPlace } from '../count-and-sum.ts';
 
 /** Keyed 10 s tumbling event-time window computing count and sum per account. */
 export default defineJob({
@@ -8,6 +8,7 @@ export default defineJob({
   flags: {
     events: { type: 'number', integer: true, min: 1, default: 3_000_000, description: 'records to generate' },
     keys: { type: 'number', integer: true, min: 1, default: 10_000, description: 'distinct accounts' },
+    inPlace: { type: 'boolean', default: false, description: 'mutate accumulators in place (unsafe with checkpoints; to measure their cost)' },
   },
   build(env, flags) {
     env
@@ -18,7 +19,7 @@ export default defineJob({
       )
       .keyBy((t) => t.account)
       .window(TumblingEventTimeWindows.of(10_000))
-      .aggregate(countAndSum, (acc, account, w) => ({ account, windowStart: w.start, windowEnd: w.end, count: acc.count, totalCents: acc.total }))
+      .aggregate(flags.inPlace ? countAndSumInPlace : countAndSum, (acc, account, w) => ({ account, windowStart: w.start, windowEnd: w.end, count: acc.count, totalCents: acc.total }))
       .sinkTo(countingSink());
   },
 });

@@ -151,14 +151,19 @@ export class OperatorChain {
     failPoint('snapshot');
     const result: OperatorSnapshot[] = [];
     for (const slot of this.slots) {
+      const keyed = slot.keyedState?.snapshot();
+      const timers = slot.timers?.snapshot();
+      const operatorState = slot.operator.snapshotState?.(checkpointId);
+      // Only asynchronous hooks (a sink's pre-commit) are awaited: each await lets the thread's other tasks run
+      // first, and this task's records wait meanwhile.
       result.push({
         nodeId: slot.nodeId,
-        keyed: slot.keyedState?.snapshot(),
-        timers: slot.timers?.snapshot(),
-        operatorState: await slot.operator.snapshotState?.(checkpointId),
+        keyed,
+        timers,
+        operatorState: operatorState instanceof Promise ? await operatorState : operatorState,
         watermark: slot.watermark,
       });
-      await this.drain();
+      if (this.pending.length > 0) await this.drain();
     }
     return result;
   }
