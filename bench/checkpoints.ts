@@ -1,6 +1,6 @@
 // Checkpoint benchmarks (never part of the tests): the cost of a 1 s checkpoint interval on the keyed window job and
 // its synchronous/asynchronous phases, checkpoint duration and size for 10 MB, 100 MB and 1 GB of keyed state, the
-// time from a restart to the first record, and what immutable accumulators cost. About 25 minutes; run it on an
+// time from a restart to the first record, and what immutable accumulators cost. About 20 minutes; run it on an
 // otherwise idle machine (on 2 cores, anything else running moves these figures by more than they differ).
 // Usage: npm run bench:checkpoints [-- --quick] [-- --skip-1gb] [-- --only throughput|sizes|restart|accumulators]
 import { spawn } from 'node:child_process';
