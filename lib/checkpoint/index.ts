@@ -5,3 +5,4 @@ export * from './barrier-aligner.ts';
 export * from './coordinator-options.ts';
 export * from './coordinator-protocol.ts';
 export * from './coordinator.ts';
+export * from './shared-file-registry.ts';

@@ -119,3 +119,24 @@ export function parseTaskStatePath(path: string): { dir: CheckpointDirectory; ta
   const task = parseTaskStateFileName(path.slice(slash + 1));
   return dir === undefined || task === undefined ? undefined : { dir, task };
 }
+
+/** Folder of shared state files under a checkpoint storage root (and under a self-contained savepoint). */
+export const SHARED_DIR_NAME = 'shared';
+
+const SHARED_FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
+
+/** Storage-relative path of shared state file `name`; names are plain file names (no separators, no dot-dot). */
+export function sharedFilePath(name: string): string {
+  if (!SHARED_FILE_NAME.test(name)) {
+    throw new TypeError(`"${name}" is not a valid shared state file name (letters, digits, '.', '_', '-'; at most 200)`);
+  }
+  return `${SHARED_DIR_NAME}/${name}`;
+}
+
+/** The file name of a storage-relative shared path, or undefined when `path` is not one. */
+export function parseSharedFilePath(path: string): string | undefined {
+  const prefix = `${SHARED_DIR_NAME}/`;
+  if (!path.startsWith(prefix)) return undefined;
+  const name = path.slice(prefix.length);
+  return SHARED_FILE_NAME.test(name) ? name : undefined;
+}

@@ -23,6 +23,18 @@ export interface TaskStateHandle {
   readonly syncMs?: number;
   /** From the end of the synchronous phase to the acknowledgement: encoding, writing and hashing the copy, in ms. */
   readonly asyncMs?: number;
+  /**
+   * Shared state files (storage-relative paths, e.g. "shared/…") the task's state refers to: incremental keyed state
+   * that several checkpoints share. Retention keeps a shared file while any kept checkpoint lists it.
+   */
+  readonly sharedFiles?: readonly SharedFileEntry[];
+}
+
+/** A shared state file as the metadata lists it. */
+export interface SharedFileEntry {
+  readonly path: string;
+  readonly bytes: number;
+  readonly sha256: string;
 }
 
 /** What makes a checkpoint complete: written atomically after every task acknowledged. */

@@ -21,6 +21,13 @@ export interface SourceReaderContext {
   readonly clock: Clock;
   /** Stops a long wait (follow mode) when the job is cancelled. */
   readonly signal: AbortSignal;
+  /**
+   * Identifies this run of the job (changes on every restart); lets readers of one attempt find each other. The
+   * runtime always sets it; readers created by hand (tests, baselines) may leave it out.
+   */
+  readonly attempt?: string;
+  /** Checkpointing is on: readers may wait for completed checkpoints (e.g. before reading a child shard). @default false */
+  readonly checkpointing?: boolean;
 }
 
 /** What one poll returned. */
@@ -41,8 +48,13 @@ export type PollResult<T> =
 export interface SourceReader<T, S extends SourceSplit = SourceSplit> {
   /** At most about `maxRecords` records per batch; a batch holds records of one split only. */
   poll(maxRecords: number): Promise<PollResult<T>> | PollResult<T>;
-  /** Splits still being read, with positions advanced to what has been returned so far (for checkpoints). */
-  currentSplits(): S[];
+  /**
+   * Splits still being read, with positions advanced to what has been returned so far. Called at each checkpoint
+   * barrier with the checkpoint's id (and without one outside checkpoints).
+   */
+  currentSplits(checkpointId?: number): S[];
+  /** Checkpoint `checkpointId`, whose positions came from `currentSplits(checkpointId)`, is complete. */
+  notifyCheckpointComplete?(checkpointId: number): void | Promise<void>;
   close(): Promise<void> | void;
 }
 
@@ -53,6 +65,11 @@ export interface Source<T, S extends SourceSplit = SourceSplit> {
   /** Default parallelism when the job does not set one: for example 1 for a source that cannot be split. */
   readonly maxParallelism?: number;
   createSplits(ctx: SplitEnumeratorContext): Promise<S[]> | S[];
-  /** `splits` are those assigned to this subtask (split i goes to subtask i % parallelism). */
+  /**
+   * Which subtask reads `split`, at start and when splits are redistributed on restore. Without it split i goes to
+   * subtask i % parallelism. Sources that discover splits while running (Kinesis shards) need a fixed owner per split.
+   */
+  subtaskOf?(split: S, parallelism: number): number;
+  /** `splits` are those assigned to this subtask (by `subtaskOf`, else split i goes to subtask i % parallelism). */
   createReader(splits: S[], ctx: SourceReaderContext): Promise<SourceReader<T, S>> | SourceReader<T, S>;
 }

@@ -47,7 +47,7 @@ export async function runChainTask(setup: ChainTaskSetup): Promise<void> {
   };
   const snapshot = async (barrier: BarrierElement): Promise<void> => {
     const started = performance.now();
-    const operators = await chain.snapshot(barrier.checkpointId);
+    const operators = await chain.snapshot(barrier.checkpointId, barrier.savepoint);
     chain.broadcast(barrier);
     const syncMs = performance.now() - started;
     checkpoints.acknowledge(setup.vertexName, barrier.checkpointId, { vertex: setup.vertex, subtask: setup.subtask, operators }, syncMs);

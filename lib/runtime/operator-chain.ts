@@ -10,7 +10,7 @@ import type { OperatorNode } from '../graph/logical-graph.ts';
 import type { Operator, OperatorContext } from '../operators/operator.ts';
 import type { IdleAwareOutput } from '../operators/output.ts';
 import type { InternalTimerService, TimerKeyGroupSnapshot } from '../operators/timer-service.ts';
-import type { KeyedStateBackend, KeyedStateSnapshot } from '../state/index.ts';
+import type { KeyedStateBackend, KeyedStateHandle, PendingKeyedSnapshot, SharedStateStore } from '../state/index.ts';
 import type { RecordWriter } from './record-writer.ts';
 import { failPoint } from './checkpointing/fault-injection.ts';
 
@@ -44,12 +44,14 @@ export interface ChainSetup {
   readonly post: (run: () => void | Promise<void>) => void;
   /** Restored state per logical node id; absent when starting fresh. */
   readonly restored?: ReadonlyMap<number, RestoredOperatorState> | undefined;
+  /** Where the restored checkpoint's shared state files are (file-based keyed state). */
+  readonly restoreStore?: SharedStateStore | undefined;
 }
 
-/** One operator's part of a task snapshot. */
+/** One operator's part of a task snapshot; a pending keyed snapshot is completed by the asynchronous phase. */
 export interface OperatorSnapshot {
   readonly nodeId: number;
-  readonly keyed?: KeyedStateSnapshot | undefined;
+  readonly keyed?: KeyedStateHandle | PendingKeyedSnapshot | undefined;
   readonly timers?: TimerKeyGroupSnapshot[] | undefined;
   readonly operatorState?: unknown[] | undefined;
   readonly watermark: number;
@@ -58,7 +60,7 @@ export interface OperatorSnapshot {
 /** What one operator of the chain starts from: every old subtask's keyed state and timers (each keeps its key
  * groups), the operator-state items dealt to this subtask, and the watermark it had reached. */
 export interface RestoredOperatorState {
-  readonly keyed: readonly KeyedStateSnapshot[];
+  readonly keyed: readonly KeyedStateHandle[];
   readonly timers: readonly TimerKeyGroupSnapshot[];
   readonly items: readonly unknown[];
   readonly watermark: number;
@@ -120,7 +122,7 @@ export class OperatorChain {
       const node = setup.chain[i]!;
       const restored = setup.restored?.get(node.id);
       if (restored !== undefined) {
-        slot.keyedState?.restore(restored.keyed);
+        await slot.keyedState?.restore(restored.keyed, setup.restoreStore);
         slot.timers?.restore(restored.timers, range);
         slot.watermark = restored.watermark;
       }
@@ -147,11 +149,11 @@ export class OperatorChain {
    * The synchronous phase of a checkpoint: copies every operator's keyed state, timers, operator state and
    * watermark. Processing continues as soon as this returns; writing the copy is the caller's asynchronous phase.
    */
-  async snapshot(checkpointId: number): Promise<OperatorSnapshot[]> {
+  async snapshot(checkpointId: number, savepoint = false): Promise<OperatorSnapshot[]> {
     failPoint('snapshot');
     const result: OperatorSnapshot[] = [];
     for (const slot of this.slots) {
-      const keyed = slot.keyedState?.snapshot();
+      const keyed = slot.keyedState?.snapshot(checkpointId, savepoint);
       const timers = slot.timers?.snapshot();
       const operatorState = slot.operator.snapshotState?.(checkpointId);
       // Only asynchronous hooks (a sink's pre-commit) are awaited: each await lets the thread's other tasks run
@@ -169,7 +171,10 @@ export class OperatorChain {
   }
 
   async notifyCheckpointComplete(checkpointId: number): Promise<void> {
-    for (const slot of this.slots) await slot.operator.notifyCheckpointComplete?.(checkpointId);
+    for (const slot of this.slots) {
+      await slot.keyedState?.notifyCheckpointComplete?.(checkpointId);
+      await slot.operator.notifyCheckpointComplete?.(checkpointId);
+    }
   }
 
   /** Feeds a batch into the chain head (or straight to the network when the chain is only a source). */
@@ -231,7 +236,7 @@ export class OperatorChain {
     for (const slot of this.slots) {
       try {
         await slot.operator.close?.();
-        slot.keyedState?.dispose();
+        await slot.keyedState?.dispose();
       } catch (err) {
         first ??= err;
       }

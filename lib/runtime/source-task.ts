@@ -26,6 +26,9 @@ export interface SourceTaskSetup {
   readonly metrics: TaskMetrics;
   readonly checkpoints: CheckpointParticipant;
   readonly requests: CheckpointRequests;
+  readonly attempt: string;
+  /** Called with a function that forwards checkpoint completions to the reader (run from the task's mailbox). */
+  readonly onReaderComplete: (notify: (checkpointId: number) => Promise<void>) => void;
 }
 
 /** How often a finished source looks for the final checkpoint's trigger and completion. */
@@ -49,11 +52,11 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
 
   const takeCheckpoint = async (barrier: BarrierElement): Promise<void> => {
     const started = performance.now();
-    const operators = await chain.snapshot(barrier.checkpointId);
+    const operators = await chain.snapshot(barrier.checkpointId, barrier.savepoint);
     const snapshot = {
       vertex: setup.vertex,
       subtask: setup.subtask,
-      sourceSplits: reader!.currentSplits(),
+      sourceSplits: reader!.currentSplits(barrier.checkpointId),
       splitWatermarks: watermarks?.snapshot(),
       operators,
     };
@@ -74,6 +77,12 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
       parallelism: setup.parallelism,
       clock,
       signal: setup.signal,
+      attempt: setup.attempt,
+      checkpointing: checkpoints.enabled,
+    });
+    const opened = reader;
+    setup.onReaderComplete(async (checkpointId) => {
+      await opened.notifyCheckpointComplete?.(checkpointId);
     });
     await chain.open();
     for (;;) {

@@ -3,6 +3,7 @@ import { SluiceError, type BarrierElement, type Clock } from '../core/index.ts';
 import type { CompiledJobOptions } from '../api/job-options.ts';
 import type { PhysicalEdge, PhysicalPlan } from '../graph/physical-plan.ts';
 import type { SourceSplit } from '../connectors/source.ts';
+import { splitsOfSubtask } from '../connectors/split-assignment.ts';
 import type { ChannelReceiver, ChannelSender } from './channels/channel.ts';
 import { LocalChannel } from './channels/local-channel.ts';
 import { PortReceiver, PortSender } from './channels/port-channel.ts';
@@ -178,7 +179,7 @@ export function deployTasks(setup: DeploymentSetup): DeployedTask[] {
                 node: source,
                 subtask,
                 parallelism: vertex.parallelism,
-                splits: restored?.splits ?? allSplits.filter((_, i) => i % vertex.parallelism === subtask),
+                splits: restored?.splits ?? splitsOfSubtask(source.source, allSplits, vertex.parallelism, subtask),
                 splitWatermarks: restored?.splitWatermarks as SplitWatermarksSnapshot[] | undefined,
                 checkpoints: setup.checkpoints,
                 requests,
@@ -188,7 +189,12 @@ export function deployTasks(setup: DeploymentSetup): DeployedTask[] {
                 batchSize: options.batchSize,
                 signal: abort.signal,
                 metrics,
+                attempt: setup.attempt,
+                onReaderComplete: (notify) => {
+                  notifyReader = notify;
+                },
               });
+      let notifyReader: ((checkpointId: number) => Promise<void>) | undefined;
       const name = vertex.name;
       tasks.push({
         name,
@@ -219,6 +225,7 @@ export function deployTasks(setup: DeploymentSetup): DeployedTask[] {
             gate.post(async () => {
               try {
                 await chain.notifyCheckpointComplete(checkpointId);
+                await notifyReader?.(checkpointId);
               } finally {
                 resolve();
               }

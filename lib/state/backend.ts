@@ -62,10 +62,68 @@ export interface KeyedStateBackend {
   /** Number of (key, namespace) entries across all states; for metrics and tests. */
   entryCount(): number;
 
-  /** Copies all state, per key group. Later writes do not change the returned snapshot. */
-  snapshot(): KeyedStateSnapshot;
-  /** Loads the key groups of `snapshots` that fall in this backend's range; others are ignored (rescaling). */
-  restore(snapshots: readonly KeyedStateSnapshot[]): void;
+  /**
+   * The synchronous phase of checkpoint `checkpointId`. In-memory backends copy all state, per key group (later
+   * writes do not change the copy); file-based backends return a `PendingKeyedSnapshot` whose asynchronous phase
+   * writes the files. With `savepoint` the result must be self-contained (no file shared with checkpoints).
+   */
+  snapshot(checkpointId?: number, savepoint?: boolean): KeyedStateSnapshot | PendingKeyedSnapshot;
+  /**
+   * Loads the key groups of `snapshots` that fall in this backend's range; others are ignored (rescaling). Every
+   * backend restores every handle kind (a memory savepoint restores into RocksDB and back); files are read through
+   * `store`, which the caller passes whenever a handle of kind 'files' is among `snapshots`.
+   */
+  restore(snapshots: readonly KeyedStateHandle[], store?: SharedStateStore): void | Promise<void>;
+  /** Checkpoint `checkpointId` is complete (file-based backends release files and mark their local state). */
+  notifyCheckpointComplete?(checkpointId: number): void | Promise<void>;
 
-  dispose(): void;
+  dispose(): void | Promise<void>;
+}
+
+/** A file of keyed state in checkpoint storage's shared area; one file can belong to many checkpoints. */
+export interface SharedStateFileRef {
+  /** Storage-relative path, as `SharedStateStore.put` returned it. */
+  readonly path: string;
+  readonly bytes: number;
+  readonly sha256: string;
+}
+
+/**
+ * Keyed state kept in files (the RocksDB backend's incremental checkpoints): a full materialisation followed by
+ * the changelog segments written since, oldest first. Applying them in order gives the state of `checkpointId`.
+ */
+export interface FileKeyedStateSnapshot {
+  readonly kind: 'files';
+  readonly checkpointId: number;
+  readonly maxParallelism: number;
+  readonly keyGroupRange: KeyGroupRange;
+  readonly files: readonly SharedStateFileRef[];
+}
+
+/** What a checkpoint stores for one operator's keyed state. Plain snapshots have no `kind`. */
+export type KeyedStateHandle = KeyedStateSnapshot | FileKeyedStateSnapshot;
+
+export function isFileKeyedStateSnapshot(handle: KeyedStateHandle): handle is FileKeyedStateSnapshot {
+  return (handle as { kind?: unknown }).kind === 'files';
+}
+
+/**
+ * The shared area of a checkpoint storage (or of one savepoint). `put` is idempotent for a name: a retried
+ * asynchronous phase may put the same file again. Names must be unique across jobs' attempts and subtasks.
+ */
+export interface SharedStateStore {
+  put(name: string, localPath: string): Promise<SharedStateFileRef>;
+  /** Copies a shared file to `localPath`, verifying its size and sha256 (typed, non-retriable error otherwise). */
+  get(ref: SharedStateFileRef, localPath: string): Promise<void>;
+}
+
+/** The asynchronous rest of a file-based backend's snapshot. */
+export interface PendingKeyedSnapshot {
+  readonly kind: 'pending';
+  /** Writes the files that are new since the previous checkpoint and returns the handle to store. */
+  complete(store: SharedStateStore): Promise<FileKeyedStateSnapshot>;
+}
+
+export function isPendingKeyedSnapshot(value: unknown): value is PendingKeyedSnapshot {
+  return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'pending';
 }

@@ -1,4 +1,5 @@
 import type { CheckpointMetadata } from '../checkpoint/types.ts';
+import type { SharedStateStore } from '../state/index.ts';
 
 /** A checkpoint found in storage, with its metadata, or the reason it cannot be used. */
 export type StoredCheckpoint =
@@ -19,6 +20,12 @@ export interface CheckpointStorage {
   writeTaskState(checkpointId: number, name: string, data: Uint8Array): Promise<{ path: string; bytes: number; sha256: string }>;
   /** Reads a task state file and verifies its size and sha256; throws a typed, non-retriable error when they differ. */
   readTaskState(path: string, expected: { bytes: number; sha256: string }): Promise<Uint8Array>;
+  /**
+   * The shared area ("shared/<name>" under the storage root) for state files several checkpoints refer to
+   * (incremental keyed state). Files there are deleted only by `applyRetention` (once no kept checkpoint lists them
+   * in `TaskStateHandle.sharedFiles`) and by `removeIncomplete` (files no complete checkpoint lists: crash debris).
+   */
+  readonly sharedState: SharedStateStore;
   /**
    * Atomically makes the checkpoint complete (temp file, fsync, rename locally; conditional write remotely). Ids must
    * be new: committing an id that is already complete is refused. Pick the next id above every id that `list()` and
@@ -47,4 +54,4 @@ export interface CheckpointStorage {
 }
 
 /** What restoring needs from wherever a checkpoint's task files are (checkpoint storage, or one savepoint directory). */
-export type TaskStateReader = Pick<CheckpointStorage, 'readTaskState'>;
+export type TaskStateReader = Pick<CheckpointStorage, 'readTaskState' | 'sharedState'>;

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { CHECKPOINT_FORMAT_VERSION } from '../checkpoint/types.ts';
 import type { CheckpointMetadata, TaskStateHandle } from '../checkpoint/types.ts';
-import { parseTaskStatePath } from '../checkpoint/naming.ts';
+import { parseSharedFilePath, parseTaskStatePath } from '../checkpoint/naming.ts';
 import { CheckpointCorruptError } from './errors.ts';
 
 /*
@@ -124,5 +124,15 @@ function checkTask(value: unknown, index: number, fail: (what: string) => never)
   const parsed = parseTaskStatePath(t.path as string);
   if (parsed === undefined || parsed.task.vertex !== task.vertex || parsed.task.subtask !== task.subtask) {
     fail(`task entry #${index} with path "${String(t.path)}", which is not its task's state file`);
+  }
+  if (t.sharedFiles !== undefined) {
+    if (!Array.isArray(t.sharedFiles)) fail(`task entry #${index} with a "sharedFiles" that is not a list`);
+    for (const f of t.sharedFiles as unknown[]) {
+      const file = f as Record<string, unknown> | null;
+      const ok =
+        typeof file === 'object' && file !== null && typeof file.path === 'string' && parseSharedFilePath(file.path) !== undefined &&
+        isCount(file.bytes) && typeof file.sha256 === 'string' && HEX64.test(file.sha256);
+      if (!ok) fail(`task entry #${index} with an invalid shared file entry ${JSON.stringify(f)}`);
+    }
   }
 }

@@ -1,9 +1,10 @@
-import type { KeyedStateSnapshot } from '../state/index.ts';
+import type { KeyedStateHandle, PendingKeyedSnapshot } from '../state/index.ts';
 
 /** The state of one operator of a chained task, as plain data. */
 export interface OperatorSnapshot {
   readonly nodeId: number;
-  readonly keyed?: KeyedStateSnapshot;
+  /** A pending snapshot (file-based state) exists only between the two phases; files are written before encoding. */
+  readonly keyed?: KeyedStateHandle | PendingKeyedSnapshot | undefined;
   readonly timers?: unknown;
   /** Non-keyed state, e.g. a two-phase-commit sink's committables; redistributed as a list on rescaling. */
   readonly operatorState?: unknown[];

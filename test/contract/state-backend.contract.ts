@@ -534,7 +534,7 @@ export function runStateBackendContract(name: string, create: BackendFactory): v
         l.add('z');
         m.put('z', 'z');
         time = 100;
-        const snapshot = b.snapshot();
+        const snapshot = (b.snapshot() as KeyedStateSnapshot);
         const restored = backend();
         restored.restore([snapshot]);
         const rv = restored.getValueState(valueState<string>('v', write));
@@ -606,7 +606,7 @@ export function runStateBackendContract(name: string, create: BackendFactory): v
       it('is organised by key group', () => {
         const b = backend();
         fill(b, keys);
-        const snapshot = b.snapshot();
+        const snapshot = (b.snapshot() as KeyedStateSnapshot);
         expect(snapshot.maxParallelism).toBe(MAX_PARALLELISM);
         const groups = snapshot.keyGroups.map((g) => g.keyGroup);
         expect(new Set(groups)).toEqual(new Set(keys.map((k) => keyGroupOf(k, MAX_PARALLELISM))));
@@ -620,7 +620,7 @@ export function runStateBackendContract(name: string, create: BackendFactory): v
       it('is not changed by later writes', () => {
         const b = backend();
         fill(b, keys);
-        const snapshot = b.snapshot();
+        const snapshot = (b.snapshot() as KeyedStateSnapshot);
         const frozen = structuredClone(snapshot);
         const v = b.getValueState(valueState<string>('v'));
         const l = b.getListState(listState<number>('l'));
@@ -647,7 +647,7 @@ export function runStateBackendContract(name: string, create: BackendFactory): v
       it('restores into a fresh backend, whether handles are created before or after restore', () => {
         const b = backend();
         fill(b, keys);
-        const snapshot = b.snapshot();
+        const snapshot = (b.snapshot() as KeyedStateSnapshot);
         const indexOf = (key: Key): number => keys.indexOf(key as never);
 
         const late = backend();
@@ -675,7 +675,7 @@ export function runStateBackendContract(name: string, create: BackendFactory): v
       it('survives a structured-clone round trip (plain data)', () => {
         const b = backend();
         fill(b, keys);
-        const copy = structuredClone(b.snapshot()) as KeyedStateSnapshot;
+        const copy = structuredClone((b.snapshot() as KeyedStateSnapshot)) as KeyedStateSnapshot;
         const restored = backend();
         restored.restore([copy]);
         expectFilled(restored, keys, (key) => keys.indexOf(key as never));
@@ -685,9 +685,9 @@ export function runStateBackendContract(name: string, create: BackendFactory): v
         const b = backend();
         fill(b, keys);
         const second = backend();
-        second.restore([b.snapshot()]);
+        second.restore([(b.snapshot() as KeyedStateSnapshot)]);
         const third = backend();
-        third.restore([second.snapshot()]);
+        third.restore([(second.snapshot() as KeyedStateSnapshot)]);
         expectFilled(third, keys, (key) => keys.indexOf(key as never));
       });
 
@@ -695,7 +695,7 @@ export function runStateBackendContract(name: string, create: BackendFactory): v
         const b = backend({ start: 0, end: 63 }, 64);
         const other = backend();
         fill(other, keys);
-        expect(() => b.restore([other.snapshot()])).toThrow(ConfigError);
+        expect(() => b.restore([(other.snapshot() as KeyedStateSnapshot)])).toThrow(ConfigError);
         expect(b.entryCount()).toBe(0);
       });
 
@@ -713,7 +713,7 @@ export function runStateBackendContract(name: string, create: BackendFactory): v
 
         const before = [0, 1].map((s) => backend(keyGroupRangeForSubtask(s, 2, MAX_PARALLELISM)));
         for (const [s, b] of before.entries()) fill(b, allKeys.filter((k) => subtaskOf(k, 2) === s), indexOf);
-        const snapshots = before.map((b) => b.snapshot());
+        const snapshots = before.map((b) => (b.snapshot() as KeyedStateSnapshot));
 
         const after = [0, 1, 2].map((s) => backend(keyGroupRangeForSubtask(s, 3, MAX_PARALLELISM)));
         for (const b of after) b.restore(snapshots);

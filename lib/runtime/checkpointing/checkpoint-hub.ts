@@ -1,4 +1,5 @@
-import type { TaskId, TaskStateHandle } from '../../checkpoint/types.ts';
+import type { SharedFileEntry, TaskId, TaskStateHandle } from '../../checkpoint/types.ts';
+import { isFileKeyedStateSnapshot, isPendingKeyedSnapshot, type SharedStateStore } from '../../state/index.ts';
 import { taskStateFileName } from '../../checkpoint/naming.ts';
 import type { CheckpointStorage } from '../../storage/checkpoint-storage.ts';
 import { encodeTaskSnapshot } from '../../storage/task-state-codec.ts';
@@ -41,11 +42,19 @@ export class CheckpointHub implements CheckpointParticipant {
         // The task returns to its input before the encoding starts. The copy stays valid meanwhile: it owns its
         // containers and shares only values, which must not be mutated once in state (MemoryKeyedStateBackend).
         await yieldToEventLoop();
-        const data = encodeTaskSnapshot(snapshot, { sizeHint: this.lastBytes.get(name) });
+        const { snapshot: complete, sharedFiles } = await completeKeyedSnapshots(snapshot, this.storage.sharedState);
+        const data = encodeTaskSnapshot(complete, { sizeHint: this.lastBytes.get(name) });
         this.lastBytes.set(name, data.byteLength);
         const written = await this.storage.writeTaskState(checkpointId, name, data);
         crashPoint('after-task-state-written');
-        this.link.ack(checkpointId, { task, vertexName, ...written, syncMs: roundMs(syncMs), asyncMs: roundMs(performance.now() - started) });
+        this.link.ack(checkpointId, {
+          task,
+          vertexName,
+          ...written,
+          syncMs: roundMs(syncMs),
+          asyncMs: roundMs(performance.now() - started),
+          ...(sharedFiles.length > 0 ? { sharedFiles } : {}),
+        });
       } catch (err) {
         this.link.decline(checkpointId, task, err instanceof Error ? err.message : String(err));
       }
@@ -83,6 +92,26 @@ export class CheckpointHub implements CheckpointParticipant {
     if (this.isCompleted(checkpointId)) return Promise.resolve();
     return new Promise((resolve) => this.waiters.push({ id: checkpointId, resolve }));
   }
+}
+
+/**
+ * Runs the asynchronous phase of file-based keyed state (writes its new files into the shared area) and lists every
+ * shared file the task's state refers to, for the metadata's reference counting.
+ */
+async function completeKeyedSnapshots(
+  snapshot: TaskSnapshot,
+  store: SharedStateStore,
+): Promise<{ snapshot: TaskSnapshot; sharedFiles: SharedFileEntry[] }> {
+  const sharedFiles = new Map<string, SharedFileEntry>();
+  const operators = [];
+  for (const op of snapshot.operators) {
+    const keyed = isPendingKeyedSnapshot(op.keyed) ? await op.keyed.complete(store) : op.keyed;
+    if (keyed !== undefined && isFileKeyedStateSnapshot(keyed)) {
+      for (const f of keyed.files) sharedFiles.set(f.path, { path: f.path, bytes: f.bytes, sha256: f.sha256 });
+    }
+    operators.push(keyed === op.keyed ? op : { ...op, keyed });
+  }
+  return { snapshot: { ...snapshot, operators }, sharedFiles: [...sharedFiles.values()] };
 }
 
 /** Microsecond precision is plenty for phase durations in metadata. */

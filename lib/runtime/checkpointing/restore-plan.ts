@@ -2,10 +2,11 @@ import { ConfigError } from '../../core/index.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
 import type { PhysicalPlan, Vertex } from '../../graph/physical-plan.ts';
 import type { SourceSplit } from '../../connectors/source.ts';
+import { splitsOfSubtask } from '../../connectors/split-assignment.ts';
 import type { TaskStateReader } from '../../storage/checkpoint-storage.ts';
 import { decodeTaskSnapshot } from '../../storage/task-state-codec.ts';
 import type { TaskSnapshot } from '../../storage/task-snapshot.ts';
-import type { KeyedStateSnapshot } from '../../state/index.ts';
+import type { KeyedStateHandle } from '../../state/index.ts';
 import type { TimerKeyGroupSnapshot } from '../../operators/timer-service.ts';
 import type { RestoredOperatorState } from '../operator-chain.ts';
 import { failPoint } from './fault-injection.ts';
@@ -76,15 +77,18 @@ export function restoredTask(job: RestoredJob, vertex: Vertex, subtask: number):
     const parts = old.map((s) => ({ subtask: s.subtask, op: s.operators.find((o) => o.nodeId === nodeId) }));
     const own = parts.find((p) => p.subtask === subtask)?.op;
     operators.set(nodeId, {
-      keyed: parts.flatMap((p) => (p.op?.keyed === undefined ? [] : [p.op.keyed as KeyedStateSnapshot])),
+      keyed: parts.flatMap((p) => (p.op?.keyed === undefined ? [] : [p.op.keyed as KeyedStateHandle])),
       timers: parts.flatMap((p) => (p.op?.timers as TimerKeyGroupSnapshot[] | undefined) ?? []),
       items: deal(parts.flatMap((p) => p.op?.operatorState ?? [])),
       watermark: same && own !== undefined ? own.watermark : Math.min(...parts.map((p) => p.op?.watermark ?? Number.NEGATIVE_INFINITY)),
     });
   }
-  const isSource = vertex.source !== undefined;
+  const source = vertex.source;
+  const isSource = source !== undefined;
   return {
-    splits: isSource ? deal(old.flatMap((s) => (s.sourceSplits ?? []) as SourceSplit[])) : undefined,
+    splits: isSource
+      ? splitsOfSubtask(source.source, old.flatMap((s) => (s.sourceSplits ?? []) as SourceSplit[]), vertex.parallelism, subtask)
+      : undefined,
     splitWatermarks: isSource ? old.map((s) => s.splitWatermarks).filter((w) => w !== undefined) : undefined,
     operators,
   };

@@ -8,15 +8,18 @@ import {
   metadataTempPath,
   parseCheckpointDirName,
   parseTaskStateFileName,
+  parseSharedFilePath,
   parseTaskStatePath,
   taskStatePath,
 } from '../../checkpoint/naming.ts';
+import { SharedFileRegistry } from '../../checkpoint/shared-file-registry.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
 import { ConfigError, InternalError } from '../../core/index.ts';
 import type { CheckpointStorage, StoredCheckpoint } from '../checkpoint-storage.ts';
 import { CheckpointCorruptError, CheckpointIoError } from '../errors.ts';
 import { decodeMetadata, encodeMetadata } from '../metadata-codec.ts';
 import { fileSizeAndSha256, fsyncDirectory, sha256Hex, writeFileDurably } from './durable-fs.ts';
+import { SharedStateDirectory } from './shared-state-directory.ts';
 
 /** Files being written carry this marker until their rename; any left over are crash debris. */
 const IN_PROGRESS_MARK = '.inprogress';
@@ -46,11 +49,13 @@ export class FileCheckpointStorage implements CheckpointStorage {
   private readonly root: string;
   /** Whether the folder's own entry in its parent has been fsynced (it may have been created by the first write). */
   private rootDurable = false;
+  readonly sharedState: SharedStateDirectory;
 
   constructor(dir: string) {
     if (dir === '') throw new ConfigError('the checkpoint directory must not be empty; pass --checkpoint-dir DIR');
     this.location = dir;
     this.root = resolve(dir);
+    this.sharedState = new SharedStateDirectory(this.root);
   }
 
   async writeTaskState(
@@ -146,6 +151,11 @@ export class FileCheckpointStorage implements CheckpointStorage {
       }
       try {
         for (const task of checkpoint.metadata.tasks) await this.verifyTaskFile(task.path, task);
+        // Shared files are checked by size only (hashing gigabytes of state at every start costs seconds); restoring
+        // verifies each one's sha256 as it is read.
+        for (const task of checkpoint.metadata.tasks) {
+          for (const file of task.sharedFiles ?? []) await this.verifySharedFileSize(file.path, file.bytes);
+        }
         return checkpoint.metadata;
       } catch (error) {
         if (!(error instanceof CheckpointCorruptError)) throw error;
@@ -169,7 +179,8 @@ export class FileCheckpointStorage implements CheckpointStorage {
 
   async removeIncomplete(): Promise<number[]> {
     const removed: number[] = [];
-    for (const checkpoint of await this.scan()) {
+    const found = await this.scan();
+    for (const checkpoint of found) {
       if (checkpoint.status === 'incomplete') {
         await this.discard(checkpoint.checkpointId);
         removed.push(checkpoint.checkpointId);
@@ -177,6 +188,10 @@ export class FileCheckpointStorage implements CheckpointStorage {
         await this.removeTempFiles(checkpoint.checkpointId);
       }
     }
+    // Shared files no complete checkpoint lists were written by checkpoints that never completed.
+    const registry = new SharedFileRegistry(found.filter((c): c is CompleteCheckpoint => c.status === 'complete').map((c) => c.metadata));
+    await this.sharedState.removeTemporary();
+    await this.sharedState.remove(registry.unreferenced(await this.sharedState.list()));
     return removed.sort((a, b) => a - b);
   }
 
@@ -201,12 +216,17 @@ export class FileCheckpointStorage implements CheckpointStorage {
       }
     }
     const discarded: number[] = [];
+    const registry = new SharedFileRegistry(found.filter((c): c is CompleteCheckpoint => c.status === 'complete').map((c) => c.metadata));
+    const freed: string[] = [];
     for (const checkpoint of found) {
       if (checkpoint.checkpointId >= oldestRetained.checkpointId || referenced.has(checkpoint.checkpointId)) continue;
       if (checkpoint.status === 'complete' && checkpoint.metadata.savepoint) continue;
       await this.discard(checkpoint.checkpointId);
       discarded.push(checkpoint.checkpointId);
+      if (checkpoint.status === 'complete') freed.push(...registry.release(checkpoint.metadata));
     }
+    // Only after the metadata that listed them is gone: a crash in between leaves unreferenced files, not dangling references.
+    await this.sharedState.remove(freed);
     return discarded.sort((a, b) => a - b);
   }
 
@@ -260,6 +280,20 @@ export class FileCheckpointStorage implements CheckpointStorage {
       if (cause instanceof CheckpointCorruptError) throw cause;
       if (errorCode(cause) === 'ENOENT') throw new CheckpointCorruptError(file, 'the file is missing', { cause });
       throw new CheckpointIoError('verify task state file', file, cause);
+    }
+  }
+
+  private async verifySharedFileSize(path: string, bytes: number): Promise<void> {
+    const name = parseSharedFilePath(path);
+    if (name === undefined) throw new CheckpointCorruptError(path, 'the metadata names it as a shared state file, which it cannot be');
+    const file = this.absolute(path);
+    try {
+      const size = (await stat(file)).size;
+      if (size !== bytes) throw new CheckpointCorruptError(file, `it has ${size} bytes, the metadata says ${bytes}`);
+    } catch (cause) {
+      if (cause instanceof CheckpointCorruptError) throw cause;
+      if (errorCode(cause) === 'ENOENT') throw new CheckpointCorruptError(file, 'the shared state file is missing', { cause });
+      throw new CheckpointIoError('verify shared state file', file, cause);
     }
   }
 

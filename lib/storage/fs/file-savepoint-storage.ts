@@ -58,6 +58,8 @@ export class FileSavepointStorage {
         const data = await source.readTaskState(handle.path, handle);
         await writeFileDurably(join(temp, taskStateFileName(handle.task)), data);
         tasks.push({ ...handle, path: taskStatePath(dir, handle.task) });
+        // Self-contained: shared state files come along under the same relative paths (verified while copied).
+        for (const shared of handle.sharedFiles ?? []) await source.sharedState.get(shared, join(temp, ...shared.path.split('/')));
       }
       const bytes = encodeMetadata({ ...metadata, tasks });
       decodeMetadata(bytes, join(target, METADATA_FILE_NAME), metadata.checkpointId);

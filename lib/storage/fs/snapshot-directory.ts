@@ -1,11 +1,12 @@
 import { readFile, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
-import { METADATA_FILE_NAME, parseDirectoryName, parseTaskStatePath } from '../../checkpoint/naming.ts';
+import { METADATA_FILE_NAME, SHARED_DIR_NAME, parseDirectoryName, parseSharedFilePath, parseTaskStatePath } from '../../checkpoint/naming.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
 import type { TaskStateReader } from '../checkpoint-storage.ts';
 import { CheckpointCorruptError, CheckpointIoError } from '../errors.ts';
 import { decodeMetadata } from '../metadata-codec.ts';
 import { fileSizeAndSha256, sha256Hex } from './durable-fs.ts';
+import { SharedStateDirectory } from './shared-state-directory.ts';
 
 function errorCode(error: unknown): string | undefined {
   return typeof error === 'object' && error !== null ? (error as NodeJS.ErrnoException).code : undefined;
@@ -18,9 +19,12 @@ function errorCode(error: unknown): string | undefined {
  */
 export class SnapshotDirectory implements TaskStateReader {
   readonly path: string;
+  /** Shared state files of a self-contained savepoint live in its own `shared/` folder. */
+  readonly sharedState: SharedStateDirectory;
 
   constructor(path: string) {
     this.path = resolve(path);
+    this.sharedState = new SharedStateDirectory(this.path);
   }
 
   /** Whether the directory holds a `_metadata` file (else it is not a complete checkpoint or savepoint). */
@@ -59,6 +63,20 @@ export class SnapshotDirectory implements TaskStateReader {
       }
       if (actual.bytes !== handle.bytes || actual.sha256 !== handle.sha256) {
         throw new CheckpointCorruptError(file, `it has ${actual.bytes} bytes and another sha256 than the metadata records`);
+      }
+      // Shared files by size here; their sha256 is checked as each is read during the restore.
+      for (const shared of handle.sharedFiles ?? []) {
+        const name = parseSharedFilePath(shared.path);
+        if (name === undefined) throw new CheckpointCorruptError(shared.path, 'the metadata names it as a shared state file, which it cannot be');
+        const sharedFile = join(this.path, SHARED_DIR_NAME, name);
+        let size: number;
+        try {
+          size = (await stat(sharedFile)).size;
+        } catch (cause) {
+          if (errorCode(cause) === 'ENOENT') throw new CheckpointCorruptError(sharedFile, 'the shared state file is missing', { cause });
+          throw new CheckpointIoError('verify shared state file', sharedFile, cause);
+        }
+        if (size !== shared.bytes) throw new CheckpointCorruptError(sharedFile, `it has ${size} bytes, the metadata says ${shared.bytes}`);
       }
     }
   }

@@ -8,6 +8,7 @@ import {
   encodeTaskSnapshot,
 } from '../../../lib/storage/index.ts';
 import type { TaskSnapshot } from '../../../lib/storage/index.ts';
+import type { KeyedStateSnapshot } from '../../../lib/state/index.ts';
 
 function sampleSnapshot(): TaskSnapshot {
   return {
@@ -55,7 +56,7 @@ describe('task state codec', () => {
     const snapshot = sampleSnapshot();
     const decoded = decodeTaskSnapshot(encodeTaskSnapshot(snapshot));
     expect(decoded).toEqual(snapshot);
-    const states = decoded.operators[0]?.keyed?.keyGroups[0]?.states;
+    const states = (decoded.operators[0]?.keyed as KeyedStateSnapshot | undefined)?.keyGroups[0]?.states;
     const seen = states?.seen?.[0]?.[2] as Map<string, unknown>;
     expect(seen).toBeInstanceOf(Map);
     expect(seen.get('a')).toBeInstanceOf(Set);

@@ -5,7 +5,7 @@ import { decodeTaskSnapshot } from '../../../../lib/storage/task-state-codec.ts'
 import type { TaskSnapshot } from '../../../../lib/storage/task-snapshot.ts';
 import { CheckpointHub, type CoordinatorLink } from '../../../../lib/runtime/checkpointing/checkpoint-hub.ts';
 import { MemoryKeyedStateBackend } from '../../../../lib/state/memory/memory-backend.ts';
-import { listState } from '../../../../lib/state/index.ts';
+import { listState, type KeyedStateSnapshot } from '../../../../lib/state/index.ts';
 
 /** Storage that keeps written task files in memory; `failWith` makes writes fail. */
 function memoryStorage(failWith?: Error) {
@@ -74,7 +74,7 @@ describe('CheckpointHub.acknowledge (asynchronous phase)', () => {
     backend.setCurrentKey('b');
     list.add(3);
     await done;
-    const keyed = decodeTaskSnapshot(files.get('chk-1/task-0-0.state')!).operators[0]!.keyed!;
+    const keyed = decodeTaskSnapshot(files.get("chk-1/task-0-0.state")!).operators[0]!.keyed as KeyedStateSnapshot;
     const entries = keyed.keyGroups.flatMap((g) => g.states['seen'] ?? []);
     expect(entries.map(([key, , value]) => [key, value])).toEqual([['a', [1]]]);
   });

@@ -1,0 +1,161 @@
+import {
+  ConfigError,
+  isValidKey,
+  MIN_WATERMARK,
+  NO_TIMESTAMP,
+  originAt,
+  SluiceError,
+  UserFunctionError,
+  type Clock,
+  type Key,
+  type OutputTag,
+  type RecordBatch,
+} from '../../core/index.ts';
+import type { ProcessJoinContext, ProcessJoinFunction } from '../../api/join-functions.ts';
+import type { KeyedStateBackend } from '../../state/index.ts';
+import type { Operator, OperatorContext } from '../operator.ts';
+import type { Output } from '../output.ts';
+import { BufferingCollector, keyedRuntimeContext, userFunctionError } from '../process/process-contexts.ts';
+import type { InternalTimerService } from '../timer-service.ts';
+
+/** The context handed to the join function, reused for every pair: the operator sets its fields before each call. */
+class JoinPairContext<K extends Key> implements ProcessJoinContext<K> {
+  currentKey = '' as K;
+  leftTimestamp = NO_TIMESTAMP;
+  rightTimestamp = NO_TIMESTAMP;
+  timestamp = NO_TIMESTAMP;
+  watermark = MIN_WATERMARK;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly collector: BufferingCollector<unknown>,
+  ) {}
+
+  currentWatermark(): number {
+    return this.watermark;
+  }
+
+  currentProcessingTime(): number {
+    return this.clock.now();
+  }
+
+  output<S>(tag: OutputTag<S>, value: S): void {
+    this.collector.collectSide(tag, value);
+  }
+}
+
+/**
+ * What the interval join and the regular join share: opening the function with keyed state, selecting and
+ * checking keys, calling the function for a pair with the right timestamps, one output batch per input batch,
+ * watermark or wake-up, and error reporting that names the record's origin.
+ */
+export abstract class KeyedJoinBase<IN1, IN2, K extends Key, OUT> implements Operator<IN1 | IN2, OUT> {
+  protected ctx!: OperatorContext;
+  protected output!: Output<OUT>;
+  protected backend!: KeyedStateBackend;
+  protected timers!: InternalTimerService;
+  protected watermark = MIN_WATERMARK;
+  protected readonly collector = new BufferingCollector<OUT>();
+  private pair!: JoinPairContext<K>;
+
+  constructor(
+    readonly name: string,
+    private readonly fn: ProcessJoinFunction<IN1, IN2, OUT, K>,
+  ) {}
+
+  open(ctx: OperatorContext, output: Output<OUT>): void {
+    const backend = ctx.keyedState;
+    const timers = ctx.timers;
+    if (backend === undefined || timers === undefined) {
+      throw new ConfigError(`join "${this.name}" has no keyed state or timers: key both inputs (keyBy) before joining them`);
+    }
+    this.ctx = ctx;
+    this.output = output;
+    this.backend = backend;
+    this.timers = timers;
+    this.watermark = ctx.currentWatermark();
+    this.pair = new JoinPairContext<K>(ctx.clock, this.collector as BufferingCollector<unknown>);
+    this.pair.watermark = this.watermark;
+    this.openState(backend);
+    try {
+      this.fn.open?.(keyedRuntimeContext(ctx, backend));
+    } catch (err) {
+      throw userFunctionError(ctx, this.name, undefined, err);
+    }
+  }
+
+  /** Creates the operator's own state handles (before the function opens). */
+  protected abstract openState(backend: KeyedStateBackend): void;
+
+  abstract processBatch(batch: RecordBatch<IN1 | IN2>, input: number): void;
+
+  /** Reacts to the watermark (cleanup timers); output is flushed and the watermark forwarded afterwards. */
+  protected abstract advanceWatermark(timestamp: number): void;
+
+  processWatermark(timestamp: number): void {
+    if (timestamp > this.watermark) {
+      this.watermark = timestamp;
+      this.pair.watermark = timestamp;
+      try {
+        this.advanceWatermark(timestamp);
+      } catch (err) {
+        this.discard();
+        throw err instanceof SluiceError ? err : new UserFunctionError(this.name, this.ctx.subtask, undefined, err);
+      }
+    }
+    this.flush();
+    this.output.emitWatermark(timestamp);
+  }
+
+  close(): void {
+    if (this.ctx === undefined) return;
+    try {
+      this.fn.close?.();
+    } catch (err) {
+      throw userFunctionError(this.ctx, this.name, undefined, err);
+    }
+  }
+
+  /** Sets the backend's current key from the record; a selector's throw or an invalid key fails the record. */
+  protected selectKey<V>(selector: (value: V) => K, value: V): K {
+    const key = selector(value);
+    if (!isValidKey(key)) {
+      throw new TypeError(`the key selector returned ${String(key)} (${typeof key}); keys must be strings or finite numbers`);
+    }
+    this.backend.setCurrentKey(key);
+    this.pair.currentKey = key;
+    return key;
+  }
+
+  /** Calls the join function for one pair; what it collects gets the later of the two timestamps. */
+  protected join(left: IN1, right: IN2, leftTimestamp: number, rightTimestamp: number): void {
+    const pair = this.pair;
+    const timestamp = leftTimestamp > rightTimestamp ? leftTimestamp : rightTimestamp;
+    pair.leftTimestamp = leftTimestamp;
+    pair.rightTimestamp = rightTimestamp;
+    pair.timestamp = timestamp;
+    this.collector.timestamp = timestamp;
+    this.fn.processElement(left, right, pair, this.collector);
+  }
+
+  /** Drops what the failed batch produced and names the record it failed on. */
+  protected failOnRecord(batch: RecordBatch<unknown>, index: number, err: unknown): Error {
+    this.discard();
+    return err instanceof SluiceError ? err : new UserFunctionError(this.name, this.ctx.subtask, originAt(batch, index), err);
+  }
+
+  protected discard(): void {
+    this.collector.discard();
+  }
+
+  protected flush(): void {
+    this.collector.flush(this.output);
+  }
+
+  protected missingTimestamp(time: number, why: string): ConfigError {
+    return new ConfigError(
+      `join "${this.name}" ${why}, but a record has no valid timestamp (${time}); assign timestamps and ` +
+        'watermarks (a WatermarkStrategy) to both inputs before the join',
+    );
+  }
+}

@@ -1,0 +1,157 @@
+import { ConfigError, type Key, type RecordBatch } from '../../core/index.ts';
+import type { ProcessJoinFunction, RetentionTimeDomain } from '../../api/join-functions.ts';
+import type { KeyedStateBackend } from '../../state/index.ts';
+import type { Timer } from '../timer-service.ts';
+import { WindowTimers } from '../windows/window-timers.ts';
+import { JoinBuffer } from './join-buffer.ts';
+import { KeyedJoinBase } from './keyed-join-base.ts';
+
+export interface StateRetention {
+  /** How long a buffered record stays joinable. */
+  readonly ms: number;
+  /**
+   * 'event': a record with timestamp t is dropped once the watermark reaches t + ms (deterministic);
+   * 'processing': a record is dropped `ms` after it arrived, by the task's clock (Flink SQL's state TTL).
+   */
+  readonly timeDomain: RetentionTimeDomain;
+}
+
+export interface RegularJoinSpec<IN1, IN2, K extends Key, OUT> {
+  readonly name: string;
+  readonly keySelector1: (value: IN1) => K;
+  readonly keySelector2: (value: IN2) => K;
+  /** Without retention every record is kept for the life of the job. */
+  readonly retention?: StateRetention | undefined;
+  readonly fn: ProcessJoinFunction<IN1, IN2, OUT, K>;
+}
+
+/** The single bucket of a join without retention. */
+const FOREVER = 0;
+
+/**
+ * An unbounded inner equi-join (Flink SQL's regular join) on keyed inputs: every record is joined with all
+ * records of the other input buffered for its key, then buffered itself. Pairs carry the larger of the two
+ * timestamps and are emitted when the second of them arrives.
+ *
+ * Without retention the buffers grow with the number of distinct records. With retention, records are buffered
+ * in buckets by expiry time, and one cleanup timer per key, input and bucket drops the bucket when it expires;
+ * an expired bucket is never joined even if its timer has not fired yet. A record that has already expired when
+ * it arrives (event time: t + ms <= watermark) is still joined with what is buffered, but not buffered itself.
+ * Processing-time expiry reads the clock once per input batch, so a batch's records share one bucket per key.
+ */
+export class RegularJoinOperator<IN1, IN2, K extends Key, OUT> extends KeyedJoinBase<IN1, IN2, K, OUT> {
+  private left!: JoinBuffer<IN1>;
+  private right!: JoinBuffer<IN2>;
+  private cleanupTimers: WindowTimers | undefined;
+  private readonly retentionMs: number;
+  private readonly eventTime: boolean;
+
+  constructor(private readonly spec: RegularJoinSpec<IN1, IN2, K, OUT>) {
+    super(spec.name, spec.fn);
+    const retention = spec.retention;
+    if (retention !== undefined) validateRetention(spec.name, retention);
+    this.retentionMs = retention?.ms ?? Number.POSITIVE_INFINITY;
+    this.eventTime = retention?.timeDomain === 'event';
+  }
+
+  protected openState(backend: KeyedStateBackend): void {
+    this.left = new JoinBuffer<IN1>(backend, 'regular-join-left', true);
+    this.right = new JoinBuffer<IN2>(backend, 'regular-join-right', true);
+    if (this.spec.retention !== undefined) {
+      this.cleanupTimers = new WindowTimers(this.timers, this.eventTime, (time) => this.ctx.requestProcessingTimeWakeup(time));
+      // Restored processing-time timers need their wake-up.
+      this.cleanupTimers.requestNextWakeup();
+    }
+  }
+
+  processBatch(batch: RecordBatch<IN1 | IN2>, input: number): void {
+    if (input === 0) {
+      this.processInput(batch as RecordBatch<IN1>, this.spec.keySelector1, this.left, this.right, 0, (own, other, ownTs, otherTs) =>
+        this.join(own, other, ownTs, otherTs),
+      );
+    } else {
+      this.processInput(batch as RecordBatch<IN2>, this.spec.keySelector2, this.right, this.left, 1, (own, other, ownTs, otherTs) =>
+        this.join(other, own, otherTs, ownTs),
+      );
+    }
+    this.flush();
+  }
+
+  private processInput<OWN, OTHER>(
+    batch: RecordBatch<OWN>,
+    selector: (value: OWN) => K,
+    own: JoinBuffer<OWN>,
+    other: JoinBuffer<OTHER>,
+    side: 0 | 1,
+    emit: (own: OWN, other: OTHER, ownTs: number, otherTs: number) => void,
+  ): void {
+    const { values, timestamps } = batch;
+    const retained = this.cleanupTimers;
+    const eventTime = this.eventTime;
+    const retentionMs = this.retentionMs;
+    // Buckets at or below `expired` are gone (their timers may not have fired yet in processing time).
+    const expired = retained === undefined ? Number.NEGATIVE_INFINITY : eventTime ? this.watermark : this.ctx.clock.now();
+    let i = 0;
+    try {
+      for (; i < values.length; i++) {
+        const value = values[i] as OWN;
+        const key = this.selectKey(selector, value);
+        const ts = timestamps[i] as number;
+        let bucket = FOREVER;
+        if (retained !== undefined) {
+          if (eventTime && !Number.isFinite(ts)) throw this.missingTimestamp(ts, 'keeps state for an event-time retention');
+          bucket = (eventTime ? ts : expired) + retentionMs;
+        }
+        const buckets = other.bucketIds();
+        for (let b = 0; b < buckets.length; b++) {
+          const otherBucket = buckets[b] as number;
+          if (otherBucket <= expired) continue;
+          const matches = other.recordsOf(otherBucket);
+          const matchTimes = other.timestampsOf(otherBucket);
+          for (let m = 0; m < matches.length; m++) emit(value, matches[m] as OTHER, ts, matchTimes[m] as number);
+        }
+        if (bucket <= expired) continue;
+        own.add(bucket, value, ts);
+        retained?.register(key, side, bucket);
+      }
+    } catch (err) {
+      throw this.failOnRecord(batch, i, err);
+    }
+  }
+
+  protected advanceWatermark(timestamp: number): void {
+    if (this.eventTime) this.removeExpired(this.timers.popEventTimeTimers(timestamp));
+  }
+
+  onProcessingTime(time: number): void {
+    if (this.cleanupTimers === undefined || this.eventTime) return;
+    for (;;) {
+      const due = this.timers.popProcessingTimeTimers(time);
+      if (due.length === 0) break;
+      this.removeExpired(due);
+    }
+    this.cleanupTimers.requestNextWakeup();
+  }
+
+  private removeExpired(due: readonly Timer[]): void {
+    for (let i = 0; i < due.length; i++) {
+      const timer = due[i] as Timer;
+      this.backend.setCurrentKey(timer.key);
+      if (timer.namespace === 0) this.left.removeBucket(timer.timestamp);
+      else this.right.removeBucket(timer.timestamp);
+    }
+  }
+}
+
+export function validateRetention(name: string, retention: StateRetention): void {
+  if (!Number.isSafeInteger(retention.ms) || retention.ms <= 0) {
+    throw new ConfigError(
+      `regular join "${name}": state retention must be a positive whole number of milliseconds, got ${String(retention.ms)}`,
+    );
+  }
+  if (retention.timeDomain !== 'event' && retention.timeDomain !== 'processing') {
+    throw new ConfigError(
+      `regular join "${name}": state retention time domain must be 'event' or 'processing', got '${String(retention.timeDomain)}'`,
+    );
+  }
+}

@@ -1,0 +1,117 @@
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { copyFile, mkdir, open, readdir, rename, rm, unlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { SHARED_DIR_NAME, parseSharedFilePath, sharedFilePath } from '../../checkpoint/naming.ts';
+import type { SharedStateFileRef, SharedStateStore } from '../../state/index.ts';
+import { CheckpointCorruptError, CheckpointIoError } from '../errors.ts';
+import { fileSizeAndSha256, fsyncDirectory } from './durable-fs.ts';
+
+function errorCode(error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null ? (error as NodeJS.ErrnoException).code : undefined;
+}
+
+/**
+ * The `shared/` folder of a checkpoint directory (or of a self-contained savepoint): state files that several
+ * checkpoints refer to. A file is published by rename after fsync, so it is whole or absent; putting a name that
+ * exists keeps the existing file (a retried asynchronous phase puts the same bytes again).
+ */
+export class SharedStateDirectory implements SharedStateStore {
+  private readonly dir: string;
+  private durable = false;
+
+  constructor(private readonly root: string) {
+    this.dir = join(root, SHARED_DIR_NAME);
+  }
+
+  async put(name: string, localPath: string): Promise<SharedStateFileRef> {
+    const path = sharedFilePath(name);
+    const target = join(this.root, path);
+    const temp = `${target}.inprogress-${randomBytes(4).toString('hex')}`;
+    try {
+      await mkdir(this.dir, { recursive: true });
+      if (!this.durable) {
+        await fsyncDirectory(dirname(this.dir));
+        this.durable = true;
+      }
+      await copyDurably(localPath, temp);
+      const { bytes, sha256 } = await fileSizeAndSha256(temp);
+      await rename(temp, target);
+      await fsyncDirectory(this.dir);
+      return { path, bytes, sha256 };
+    } catch (cause) {
+      await rm(temp, { force: true }).catch(() => undefined);
+      throw new CheckpointIoError('write shared state file', target, cause);
+    }
+  }
+
+  async get(ref: SharedStateFileRef, localPath: string): Promise<void> {
+    const file = this.fileOf(ref.path);
+    try {
+      await mkdir(dirname(localPath), { recursive: true });
+      await rm(localPath, { force: true });
+      // A copy, not a hard link: the caller owns the local file and may change it. Reflinks make it free where the
+      // file system can share blocks.
+      await copyFile(file, localPath, constants.COPYFILE_FICLONE);
+    } catch (cause) {
+      if (errorCode(cause) === 'ENOENT') throw new CheckpointCorruptError(file, 'the shared state file is missing', { cause });
+      throw new CheckpointIoError('read shared state file', file, cause);
+    }
+    const actual = await fileSizeAndSha256(localPath);
+    if (actual.bytes !== ref.bytes || actual.sha256 !== ref.sha256) {
+      throw new CheckpointCorruptError(file, `it has ${actual.bytes} bytes and another sha256 than the metadata records`);
+    }
+  }
+
+  /** Storage-relative paths of every published shared file. */
+  async list(): Promise<string[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch (cause) {
+      if (errorCode(cause) === 'ENOENT') return [];
+      throw new CheckpointIoError('list shared state files in', this.dir, cause);
+    }
+    return names.filter((n) => parseSharedFilePath(`${SHARED_DIR_NAME}/${n}`) !== undefined).map((n) => `${SHARED_DIR_NAME}/${n}`);
+  }
+
+  /** Deletes shared files; deleting one that is gone is fine. */
+  async remove(paths: readonly string[]): Promise<void> {
+    for (const path of paths) {
+      const file = this.fileOf(path);
+      try {
+        await unlink(file);
+      } catch (cause) {
+        if (errorCode(cause) !== 'ENOENT') throw new CheckpointIoError('delete shared state file', file, cause);
+      }
+    }
+  }
+
+  /** Removes `.inprogress-…` leftovers of puts that crashed; only safe when no put is running. */
+  async removeTemporary(): Promise<void> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch (cause) {
+      if (errorCode(cause) === 'ENOENT') return;
+      throw new CheckpointIoError('list shared state files in', this.dir, cause);
+    }
+    for (const name of names) if (name.includes('.inprogress-')) await rm(join(this.dir, name), { force: true });
+  }
+
+  private fileOf(path: string): string {
+    const name = parseSharedFilePath(path);
+    if (name === undefined) throw new CheckpointCorruptError(path, 'the metadata names it as a shared state file, which it cannot be');
+    return join(this.dir, name);
+  }
+}
+
+async function copyDurably(from: string, to: string): Promise<void> {
+  await copyFile(from, to);
+  const handle = await open(to, 'r+');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
