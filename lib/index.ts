@@ -16,6 +16,14 @@ export type { Key, RecordBatch, RecordOrigin, Clock } from './core/index.ts';
 
 export { StreamEnvironment } from './api/environment.ts';
 export { DataStream, KeyedStream, WindowedStream, ConnectedStreams, KeyedConnectedStreams, DataStreamSink } from './api/streams.ts';
+export { JoinedStreams, JoinWhere, JoinEqualTo, WindowJoin, IntervalJoin, IntervalJoined, RegularJoin } from './api/joins.ts';
+export type {
+  JoinFunction,
+  ProcessJoinFunction,
+  ProcessJoinContext,
+  ProcessWindowJoinFunction,
+  RetentionTimeDomain,
+} from './api/join-functions.ts';
 export { WatermarkStrategy } from './api/watermark-strategy.ts';
 export type { WatermarkGenerator, TimestampAssigner } from './api/watermark-strategy.ts';
 export { defineJob } from './api/job.ts';

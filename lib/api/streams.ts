@@ -31,6 +31,7 @@ import type {
   WindowResultFunction,
 } from './functions.ts';
 import type { WatermarkStrategy } from './watermark-strategy.ts';
+import { IntervalJoin, JoinedStreams, RegularJoin, requireSameEnvironment } from './joins.ts';
 
 type AnyOperator = Operator<unknown, unknown>;
 
@@ -104,6 +105,15 @@ export class DataStream<T> {
   connect<T2>(other: DataStream<T2>): ConnectedStreams<T, T2> {
     if (other.env !== this.env) throw new ConfigError('connect: both streams must come from the same environment');
     return new ConnectedStreams<T, T2>(this, other);
+  }
+
+  /**
+   * Joins with another stream in windows (Flink's JoinedStreams):
+   * `join(other).where(key1).equalTo(key2).window(assigner).apply((a, b) => result)`.
+   */
+  join<T2>(other: DataStream<T2>): JoinedStreams<T, T2> {
+    requireSameEnvironment('join', this, other);
+    return new JoinedStreams<T, T2>(this, other);
   }
 
   /** The records an operator sent to `tag` with ctx.output(tag, value) (or a window's late data). */
@@ -229,6 +239,18 @@ export class KeyedStream<T, K extends Key> {
   /** Two keyed streams with the same key type: state and timers are shared per key. */
   connect<T2>(other: KeyedStream<T2, K>): KeyedConnectedStreams<T, T2, K> {
     return new KeyedConnectedStreams<T, T2, K>(this, other);
+  }
+
+  /** Joins records of the same key whose timestamps are close: `intervalJoin(other).between(lower, upper).process(fn)`. */
+  intervalJoin<T2>(other: KeyedStream<T2, K>): IntervalJoin<T, T2, K> {
+    requireSameEnvironment('intervalJoin', this.input, other.input);
+    return new IntervalJoin<T, T2, K>(this, other);
+  }
+
+  /** An unbounded inner join on the key (Flink SQL's regular join): `regularJoin(other).stateRetention(ms)?.apply(fn)`. */
+  regularJoin<T2>(other: KeyedStream<T2, K>): RegularJoin<T, T2, K> {
+    requireSameEnvironment('regularJoin', this.input, other.input);
+    return new RegularJoin<T, T2, K>(this, other);
   }
 }
 

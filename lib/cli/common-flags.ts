@@ -42,6 +42,16 @@ export const COMMON_FLAGS = {
     type: 'string',
     description: 'folder for savepoints taken with "sluice savepoint" / "sluice stop" (with --checkpoint-dir; default: <checkpoint-dir>/savepoints)',
   },
+  stateBackend: {
+    type: 'string',
+    choices: ['memory', 'rocksdb'],
+    default: 'memory',
+    description: 'where keyed state lives: memory (the JS heap) or rocksdb (embedded RocksDB with a write-behind cache and incremental checkpoints, for state larger than memory)',
+  },
+  stateDir: {
+    type: 'string',
+    description: 'folder for RocksDB state (with --state-backend rocksdb; default ./sluice-state); kept across runs so a restart can reuse it (local recovery)',
+  },
   restPort: {
     type: 'number',
     integer: true,

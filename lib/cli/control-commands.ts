@@ -2,6 +2,7 @@ import { ConfigError } from '../core/index.ts';
 import type { CheckpointView, JobOverview, SavepointView } from '../runtime/control/job-control.ts';
 import { ExitCode } from './exit-codes.ts';
 import { readRestEndpoint, restEndpointPath } from './rest-endpoint-file.ts';
+import { isRemoteLocation } from '../runtime/checkpointing/open-checkpoint-storage.ts';
 import { RestRequestError, requestJson } from './rest-client.ts';
 
 export type ControlCommand = 'checkpoints' | 'savepoint' | 'stop';
@@ -49,6 +50,9 @@ async function baseUrl(request: ControlRequest): Promise<string> {
     return `http://127.0.0.1:${port}`;
   }
   const dir = request.checkpointDir as string;
+  if (isRemoteLocation(dir)) {
+    throw new ConfigError(`--checkpoint-dir ${dir} is not a local folder: a job checkpointing to object storage records no REST endpoint file; use --url or --port`);
+  }
   let endpoint;
   try {
     endpoint = await readRestEndpoint(dir);

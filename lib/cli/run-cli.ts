@@ -15,6 +15,7 @@ import { flagLabel } from './flag-names.ts';
 import { checkFlagSpecs } from './flag-specs.ts';
 import { FlagValueError, parseFlagValues } from './flag-values.ts';
 import { toRunSettings, type RunSettings } from './run-settings.ts';
+import { isRemoteLocation } from '../runtime/checkpointing/open-checkpoint-storage.ts';
 import { findJobArgument } from './job-argument.ts';
 import { buildProgram, type RunRequest } from './program.ts';
 import { exitCodeOf, formatFailure, formatSummary } from './report.ts';
@@ -70,7 +71,8 @@ class RestAnnouncement {
     this.server = await startRestServer([job], { port: this.settings.restPort });
     this.print(`REST API on ${this.server.url}`);
     const dir = this.settings.checkpointing?.dir;
-    if (dir === undefined) return;
+    // The endpoint file lets "sluice savepoint --checkpoint-dir DIR" find the job; remote folders use --url instead.
+    if (dir === undefined || isRemoteLocation(dir)) return;
     const endpoint = { url: this.server.url, pid: process.pid, jobId: job.id, jobName, startTime: Date.now() };
     try {
       await writeRestEndpoint(dir, endpoint);
@@ -160,6 +162,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Ex
       jobOptions,
       checkpointing: settings.checkpointing,
       restart: settings.restart,
+      stateBackend: settings.stateBackend,
       log: (line) => printLines([line]),
       onStart: (control) => rest.start(control, job.name),
     });

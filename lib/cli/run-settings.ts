@@ -1,5 +1,6 @@
 import { ConfigError } from '../core/index.ts';
 import type { CheckpointingConfig, RestartStrategy } from '../runtime/checkpointing/checkpointing-config.ts';
+import { compileStateBackendConfig, type StateBackendConfig } from '../runtime/state-backend-config.ts';
 
 /** Checkpointing, restarts and the REST API as the common flags set them. */
 export interface RunSettings {
@@ -7,6 +8,7 @@ export interface RunSettings {
   readonly restart: RestartStrategy;
   /** Port of the REST API on 127.0.0.1; 0 picks a free one. */
   readonly restPort: number;
+  readonly stateBackend: StateBackendConfig;
 }
 
 /** Flags that only make sense with --checkpoint-dir, and why. */
@@ -19,6 +21,12 @@ const NEED_CHECKPOINT_DIR: readonly [key: string, flag: string, why: string][] =
 export function toRunSettings(common: Record<string, unknown>): RunSettings {
   const restPort = common['restPort'] as number;
   if (restPort > 65535) throw new ConfigError(`--rest-port must be a port number (0 to 65535), got ${restPort}`);
+  const stateDir = common['stateDir'] as string | undefined;
+  const kind = common['stateBackend'] as StateBackendConfig['kind'];
+  if (stateDir !== undefined && kind !== 'rocksdb') {
+    throw new ConfigError('--state-dir needs --state-backend rocksdb: the memory backend keeps state on the heap');
+  }
+  const stateBackend = compileStateBackendConfig({ kind, ...(stateDir === undefined ? {} : { dir: stateDir }) });
   const dir = common['checkpointDir'] as string | undefined;
   if (dir === undefined) {
     for (const [key, flag, why] of NEED_CHECKPOINT_DIR) {
@@ -26,16 +34,16 @@ export function toRunSettings(common: Record<string, unknown>): RunSettings {
       if (value !== undefined && value !== false) throw new ConfigError(`${flag} needs --checkpoint-dir: ${why}`);
     }
     // Without checkpoints a restart would replay everything into output already written.
-    return { checkpointing: undefined, restart: { kind: 'none' }, restPort };
+    return { checkpointing: undefined, restart: { kind: 'none' }, restPort, stateBackend };
   }
   const attempts = common['restartAttempts'] as number;
   const delayMs = common['restartDelayMs'] as number;
-  const kind = common['restartStrategy'] as string;
+  const strategy = common['restartStrategy'] as string;
   const restart: RestartStrategy =
-    kind === 'none'
+    strategy === 'none'
       ? { kind: 'none' }
-      : kind === 'exponential-backoff'
-        ? { kind, attempts, initialDelayMs: delayMs, maxDelayMs: Math.max(delayMs, common['restartMaxDelayMs'] as number), multiplier: 2 }
+      : strategy === 'exponential-backoff'
+        ? { kind: strategy, attempts, initialDelayMs: delayMs, maxDelayMs: Math.max(delayMs, common['restartMaxDelayMs'] as number), multiplier: 2 }
         : { kind: 'fixed-delay', attempts, delayMs };
   const savepointDir = common['savepointDir'] as string | undefined;
   const restore = common['restore'] as string | undefined;
@@ -49,5 +57,6 @@ export function toRunSettings(common: Record<string, unknown>): RunSettings {
     },
     restart,
     restPort,
+    stateBackend,
   };
 }

@@ -14,9 +14,18 @@ import type { KeyedStateBackend, KeyedStateHandle, PendingKeyedSnapshot, SharedS
 import type { RecordWriter } from './record-writer.ts';
 import { failPoint } from './checkpointing/fault-injection.ts';
 
+/** Which operator subtask a keyed state backend serves: file-based backends name their local directory after it. */
+export interface KeyedStateScope {
+  /** Stable across runs of the same job graph: `<vertex name>-<node id>` made file-name safe. */
+  readonly operatorId: string;
+  readonly subtask: number;
+  /** Identifies this run of the job. */
+  readonly attempt: string;
+}
+
 /** What a chain needs from its composition root: which state backend and timer service keyed operators get. */
 export interface KeyedServices {
-  createKeyedState(range: KeyGroupRange, maxParallelism: number): KeyedStateBackend;
+  createKeyedState(range: KeyGroupRange, maxParallelism: number, scope: KeyedStateScope): KeyedStateBackend;
   createTimerService(maxParallelism: number): InternalTimerService;
 }
 
@@ -95,7 +104,13 @@ export class OperatorChain {
     const range = keyGroupRangeForSubtask(setup.subtask, setup.parallelism, setup.maxParallelism);
     for (let i = setup.chain.length - 1; i >= 0; i--) {
       const node = setup.chain[i]!;
-      const keyedState = node.keyed ? setup.services.createKeyedState(range, setup.maxParallelism) : undefined;
+      const keyedState = node.keyed
+        ? setup.services.createKeyedState(range, setup.maxParallelism, {
+            operatorId: operatorIdOf(node),
+            subtask: setup.subtask,
+            attempt: setup.attempt,
+          })
+        : undefined;
       this.slots[i] = {
         nodeId: node.id,
         operator: node.createOperator(),
@@ -311,4 +326,10 @@ export class OperatorChain {
     }
     this.armWakeTimer();
   }
+}
+
+/** A file-name-safe id for an operator that stays the same across runs of the same job graph. */
+function operatorIdOf(node: OperatorNode): string {
+  const name = node.name.replace(/[^A-Za-z0-9_-]+/g, '_').slice(0, 60);
+  return `${name}-${node.id}`;
 }

@@ -153,6 +153,7 @@ export function deployTasks(setup: DeploymentSetup): DeployedTask[] {
         checkpointing: setup.checkpoints.enabled,
         attempt: setup.attempt,
         restored: restored?.operators,
+        restoreStore: setup.restored?.sharedState,
       });
       const requests = new CheckpointRequests(() => gate.post(() => {}));
       const metrics: TaskMetrics = { vertex: vertex.name, subtask, source: vertex.source !== undefined, recordsIn: 0, recordsOut: 0 };

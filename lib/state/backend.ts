@@ -56,6 +56,16 @@ export interface KeyedStateBackend {
     descriptor: AggregatingStateDescriptor<IN, ACC, OUT>,
   ): InternalAggregatingState<IN, ACC, OUT>;
 
+  /**
+   * Optional read-ahead for backends that keep state off the heap (RocksDB). Keyed operators call it once per
+   * input batch, and once before firing a batch of timers, with the keys they are about to set (duplicates and
+   * keys of other subtasks are allowed and ignored). It returns a promise when it has to read, which the caller
+   * awaits before touching state of those keys, and undefined when everything is already in memory, so backends
+   * without it (memory) and fully cached batches stay synchronous. Keys that were not prefetched still read
+   * correctly (a slower synchronous fallback); prefetched keys stay cached at least until the next call.
+   */
+  prefetch?(keys: readonly Key[]): void | Promise<void>;
+
   /** Keys that have an entry in the named state under `namespace` (for applyToAllKeys-style operations). */
   keys(stateName: string, namespace: Namespace): Key[];
 
@@ -112,6 +122,12 @@ export function isFileKeyedStateSnapshot(handle: KeyedStateHandle): handle is Fi
  * asynchronous phase may put the same file again. Names must be unique across jobs' attempts and subtasks.
  */
 export interface SharedStateStore {
+  /**
+   * Identifies the shared area (e.g. its root path or URI). Two store objects with the same location hold the same
+   * files, so a backend that restored from one may list those files in checkpoints written through the other.
+   * Without it, only the same object counts as the same area.
+   */
+  readonly location?: string;
   put(name: string, localPath: string): Promise<SharedStateFileRef>;
   /** Copies a shared file to `localPath`, verifying its size and sha256 (typed, non-retriable error otherwise). */
   get(ref: SharedStateFileRef, localPath: string): Promise<void>;

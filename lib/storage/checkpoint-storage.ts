@@ -26,6 +26,8 @@ export interface CheckpointStorage {
    * in `TaskStateHandle.sharedFiles`) and by `removeIncomplete` (files no complete checkpoint lists: crash debris).
    */
   readonly sharedState: SharedStateStore;
+  /** Small job-level records kept beside the checkpoints (e.g. `restore.json`). */
+  readonly records: JobRecordStore;
   /**
    * Atomically makes the checkpoint complete (temp file, fsync, rename locally; conditional write remotely). Ids must
    * be new: committing an id that is already complete is refused. Pick the next id above every id that `list()` and
@@ -55,3 +57,13 @@ export interface CheckpointStorage {
 
 /** What restoring needs from wherever a checkpoint's task files are (checkpoint storage, or one savepoint directory). */
 export type TaskStateReader = Pick<CheckpointStorage, 'readTaskState' | 'sharedState'>;
+
+/**
+ * Small named text records of a job beside its checkpoints. `write` replaces a record whole (readers see the old
+ * or the new text, never a mix); `read` gives undefined for a record that does not exist; `remove` is idempotent.
+ */
+export interface JobRecordStore {
+  read(name: string): Promise<string | undefined>;
+  write(name: string, text: string): Promise<void>;
+  remove(name: string): Promise<void>;
+}

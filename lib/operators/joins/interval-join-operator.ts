@@ -47,7 +47,7 @@ export class IntervalJoinOperator<IN1, IN2, K extends Key, OUT> extends KeyedJoi
   private droppedRight = 0;
 
   constructor(private readonly spec: IntervalJoinSpec<IN1, IN2, K, OUT>) {
-    super(spec.name, spec.fn);
+    super(spec.name, spec.fn, spec.keySelector1, spec.keySelector2);
     validateIntervalBounds(spec.name, spec.lowerBoundMs, spec.upperBoundMs);
     this.lower = spec.lowerBoundMs;
     this.upper = spec.upperBoundMs;
@@ -63,7 +63,7 @@ export class IntervalJoinOperator<IN1, IN2, K extends Key, OUT> extends KeyedJoi
     this.right = new JoinBuffer<IN2>(backend, 'interval-join-right', false);
   }
 
-  processBatch(batch: RecordBatch<IN1 | IN2>, input: number): void {
+  protected processInput(batch: RecordBatch<IN1 | IN2>, input: number): void {
     if (input === 0) this.processLeft(batch as RecordBatch<IN1>);
     else this.processRight(batch as RecordBatch<IN2>);
     this.flush();
@@ -131,17 +131,20 @@ export class IntervalJoinOperator<IN1, IN2, K extends Key, OUT> extends KeyedJoi
     }
   }
 
-  protected advanceWatermark(timestamp: number): void {
+  protected advanceWatermark(timestamp: number): void | Promise<void> {
+    return this.fireTimers(
+      () => this.timers.popEventTimeTimers(timestamp),
+      (due) => this.removeBuckets(due),
+    );
+  }
+
+  private removeBuckets(due: readonly Timer[]): void {
     const backend = this.backend;
-    for (;;) {
-      const due = this.timers.popEventTimeTimers(timestamp);
-      if (due.length === 0) return;
-      for (let i = 0; i < due.length; i++) {
-        const timer = due[i] as Timer;
-        backend.setCurrentKey(timer.key);
-        if (timer.namespace === LEFT) this.left.removeBucket(this.upper > 0 ? timer.timestamp - this.upper : timer.timestamp);
-        else this.right.removeBucket(this.lower < 0 ? timer.timestamp + this.lower : timer.timestamp);
-      }
+    for (let i = 0; i < due.length; i++) {
+      const timer = due[i] as Timer;
+      backend.setCurrentKey(timer.key);
+      if (timer.namespace === LEFT) this.left.removeBucket(this.upper > 0 ? timer.timestamp - this.upper : timer.timestamp);
+      else this.right.removeBucket(this.lower < 0 ? timer.timestamp + this.lower : timer.timestamp);
     }
   }
 

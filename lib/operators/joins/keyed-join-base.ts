@@ -16,7 +16,8 @@ import type { KeyedStateBackend } from '../../state/index.ts';
 import type { Operator, OperatorContext } from '../operator.ts';
 import type { Output } from '../output.ts';
 import { BufferingCollector, keyedRuntimeContext, userFunctionError } from '../process/process-contexts.ts';
-import type { InternalTimerService } from '../timer-service.ts';
+import type { InternalTimerService, Timer } from '../timer-service.ts';
+import { prefetchBatchKeys, prefetchTimerKeys } from './prefetch.ts';
 
 /** The context handed to the join function, reused for every pair: the operator sets its fields before each call. */
 class JoinPairContext<K extends Key> implements ProcessJoinContext<K> {
@@ -45,9 +46,10 @@ class JoinPairContext<K extends Key> implements ProcessJoinContext<K> {
 }
 
 /**
- * What the interval join and the regular join share: opening the function with keyed state, selecting and
- * checking keys, calling the function for a pair with the right timestamps, one output batch per input batch,
- * watermark or wake-up, and error reporting that names the record's origin.
+ * What the interval join and the regular join share: opening the function with keyed state, reading ahead the keys
+ * of each batch and of each round of timers (KeyedStateBackend.prefetch; synchronous when the backend needs no
+ * read), selecting and checking keys, calling the function for a pair with the right timestamps, one output batch
+ * per input batch, watermark or wake-up, and error reporting that names the record's origin.
  */
 export abstract class KeyedJoinBase<IN1, IN2, K extends Key, OUT> implements Operator<IN1 | IN2, OUT> {
   protected ctx!: OperatorContext;
@@ -61,6 +63,8 @@ export abstract class KeyedJoinBase<IN1, IN2, K extends Key, OUT> implements Ope
   constructor(
     readonly name: string,
     private readonly fn: ProcessJoinFunction<IN1, IN2, OUT, K>,
+    private readonly keySelector1: (value: IN1) => K,
+    private readonly keySelector2: (value: IN2) => K,
   ) {}
 
   open(ctx: OperatorContext, output: Output<OUT>): void {
@@ -87,24 +91,70 @@ export abstract class KeyedJoinBase<IN1, IN2, K extends Key, OUT> implements Ope
   /** Creates the operator's own state handles (before the function opens). */
   protected abstract openState(backend: KeyedStateBackend): void;
 
-  abstract processBatch(batch: RecordBatch<IN1 | IN2>, input: number): void;
+  processBatch(batch: RecordBatch<IN1 | IN2>, input: number): void | Promise<void> {
+    const pending =
+      input === 0
+        ? prefetchBatchKeys(this.backend, batch.values as IN1[], this.keySelector1)
+        : prefetchBatchKeys(this.backend, batch.values as IN2[], this.keySelector2);
+    if (pending === undefined) this.processInput(batch, input);
+    else return pending.then(() => this.processInput(batch, input));
+  }
+
+  /** Processes one input batch (its keys are read ahead) and flushes what it produced. */
+  protected abstract processInput(batch: RecordBatch<IN1 | IN2>, input: number): void;
 
   /** Reacts to the watermark (cleanup timers); output is flushed and the watermark forwarded afterwards. */
-  protected abstract advanceWatermark(timestamp: number): void;
+  protected abstract advanceWatermark(timestamp: number): void | Promise<void>;
 
-  processWatermark(timestamp: number): void {
+  processWatermark(timestamp: number): void | Promise<void> {
     if (timestamp > this.watermark) {
       this.watermark = timestamp;
       this.pair.watermark = timestamp;
+      let pending: void | Promise<void>;
       try {
-        this.advanceWatermark(timestamp);
+        pending = this.advanceWatermark(timestamp);
       } catch (err) {
-        this.discard();
-        throw err instanceof SluiceError ? err : new UserFunctionError(this.name, this.ctx.subtask, undefined, err);
+        throw this.timerFailure(err);
+      }
+      if (pending !== undefined) {
+        return pending.then(
+          () => this.forwardWatermark(timestamp),
+          (err: unknown) => {
+            throw this.timerFailure(err);
+          },
+        );
       }
     }
+    this.forwardWatermark(timestamp);
+  }
+
+  private forwardWatermark(timestamp: number): void {
     this.flush();
     this.output.emitWatermark(timestamp);
+  }
+
+  private timerFailure(err: unknown): Error {
+    this.discard();
+    return err instanceof SluiceError ? err : new UserFunctionError(this.name, this.ctx.subtask, undefined, err);
+  }
+
+  /**
+   * Pops due timers round by round (`pop`), reads ahead each round's keys and hands the round to `handle`; the
+   * result is a promise only when a read-ahead had to wait.
+   */
+  protected fireTimers(pop: () => Timer[], handle: (due: readonly Timer[]) => void): void | Promise<void> {
+    for (;;) {
+      const due = pop();
+      if (due.length === 0) return undefined;
+      const pending = prefetchTimerKeys(this.backend, due);
+      if (pending !== undefined) {
+        return pending.then(() => {
+          handle(due);
+          return this.fireTimers(pop, handle);
+        });
+      }
+      handle(due);
+    }
   }
 
   close(): void {

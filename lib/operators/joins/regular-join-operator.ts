@@ -47,7 +47,7 @@ export class RegularJoinOperator<IN1, IN2, K extends Key, OUT> extends KeyedJoin
   private readonly eventTime: boolean;
 
   constructor(private readonly spec: RegularJoinSpec<IN1, IN2, K, OUT>) {
-    super(spec.name, spec.fn);
+    super(spec.name, spec.fn, spec.keySelector1, spec.keySelector2);
     const retention = spec.retention;
     if (retention !== undefined) validateRetention(spec.name, retention);
     this.retentionMs = retention?.ms ?? Number.POSITIVE_INFINITY;
@@ -58,32 +58,26 @@ export class RegularJoinOperator<IN1, IN2, K extends Key, OUT> extends KeyedJoin
     this.left = new JoinBuffer<IN1>(backend, 'regular-join-left', true);
     this.right = new JoinBuffer<IN2>(backend, 'regular-join-right', true);
     if (this.spec.retention !== undefined) {
-      this.cleanupTimers = new WindowTimers(this.timers, this.eventTime, (time) => this.ctx.requestProcessingTimeWakeup(time));
+      const ctx = this.ctx;
+      this.cleanupTimers = new WindowTimers(this.timers, this.eventTime, (time) => ctx.requestProcessingTimeWakeup(time));
       // Restored processing-time timers need their wake-up.
       this.cleanupTimers.requestNextWakeup();
     }
   }
 
-  processBatch(batch: RecordBatch<IN1 | IN2>, input: number): void {
-    if (input === 0) {
-      this.processInput(batch as RecordBatch<IN1>, this.spec.keySelector1, this.left, this.right, 0, (own, other, ownTs, otherTs) =>
-        this.join(own, other, ownTs, otherTs),
-      );
-    } else {
-      this.processInput(batch as RecordBatch<IN2>, this.spec.keySelector2, this.right, this.left, 1, (own, other, ownTs, otherTs) =>
-        this.join(other, own, otherTs, ownTs),
-      );
-    }
+  protected processInput(batch: RecordBatch<IN1 | IN2>, input: number): void {
+    if (input === 0) this.joinBatch(batch as RecordBatch<IN1>, this.spec.keySelector1, this.left, this.right, 0);
+    else this.joinBatch(batch as RecordBatch<IN2>, this.spec.keySelector2, this.right, this.left, 1);
     this.flush();
   }
 
-  private processInput<OWN, OTHER>(
+  /** Joins each record of one input's batch with the other input's buffer, then buffers it. */
+  private joinBatch<OWN, OTHER>(
     batch: RecordBatch<OWN>,
     selector: (value: OWN) => K,
     own: JoinBuffer<OWN>,
     other: JoinBuffer<OTHER>,
-    side: 0 | 1,
-    emit: (own: OWN, other: OTHER, ownTs: number, otherTs: number) => void,
+    input: 0 | 1,
   ): void {
     const { values, timestamps } = batch;
     const retained = this.cleanupTimers;
@@ -99,7 +93,7 @@ export class RegularJoinOperator<IN1, IN2, K extends Key, OUT> extends KeyedJoin
         const ts = timestamps[i] as number;
         let bucket = FOREVER;
         if (retained !== undefined) {
-          if (eventTime && !Number.isFinite(ts)) throw this.missingTimestamp(ts, 'keeps state for an event-time retention');
+          if (eventTime && !Number.isFinite(ts)) throw this.missingTimestamp(ts, 'retains state in event time');
           bucket = (eventTime ? ts : expired) + retentionMs;
         }
         const buckets = other.bucketIds();
@@ -108,29 +102,37 @@ export class RegularJoinOperator<IN1, IN2, K extends Key, OUT> extends KeyedJoin
           if (otherBucket <= expired) continue;
           const matches = other.recordsOf(otherBucket);
           const matchTimes = other.timestampsOf(otherBucket);
-          for (let m = 0; m < matches.length; m++) emit(value, matches[m] as OTHER, ts, matchTimes[m] as number);
+          for (let m = 0; m < matches.length; m++) {
+            if (input === 0) this.join(value as unknown as IN1, matches[m] as unknown as IN2, ts, matchTimes[m] as number);
+            else this.join(matches[m] as unknown as IN1, value as unknown as IN2, matchTimes[m] as number, ts);
+          }
         }
         if (bucket <= expired) continue;
         own.add(bucket, value, ts);
-        retained?.register(key, side, bucket);
+        retained?.register(key, input, bucket);
       }
     } catch (err) {
       throw this.failOnRecord(batch, i, err);
     }
   }
 
-  protected advanceWatermark(timestamp: number): void {
-    if (this.eventTime) this.removeExpired(this.timers.popEventTimeTimers(timestamp));
+  protected advanceWatermark(timestamp: number): void | Promise<void> {
+    if (!this.eventTime) return undefined;
+    return this.fireTimers(
+      () => this.timers.popEventTimeTimers(timestamp),
+      (due) => this.removeExpired(due),
+    );
   }
 
-  onProcessingTime(time: number): void {
-    if (this.cleanupTimers === undefined || this.eventTime) return;
-    for (;;) {
-      const due = this.timers.popProcessingTimeTimers(time);
-      if (due.length === 0) break;
-      this.removeExpired(due);
-    }
-    this.cleanupTimers.requestNextWakeup();
+  onProcessingTime(time: number): void | Promise<void> {
+    const cleanupTimers = this.cleanupTimers;
+    if (cleanupTimers === undefined || this.eventTime) return undefined;
+    const pending = this.fireTimers(
+      () => this.timers.popProcessingTimeTimers(time),
+      (due) => this.removeExpired(due),
+    );
+    if (pending === undefined) cleanupTimers.requestNextWakeup();
+    else return pending.then(() => cleanupTimers.requestNextWakeup());
   }
 
   private removeExpired(due: readonly Timer[]): void {

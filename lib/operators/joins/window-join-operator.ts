@@ -13,7 +13,7 @@ import type { ProcessWindowJoinFunction } from '../../api/join-functions.ts';
 import type { KeyedStateBackend } from '../../state/index.ts';
 import type { Operator, OperatorContext } from '../operator.ts';
 import type { Output } from '../output.ts';
-import type { InternalTimerService } from '../timer-service.ts';
+import type { InternalTimerService, Timer } from '../timer-service.ts';
 import { LateRecords } from '../windows/late-records.ts';
 import { SessionWindowLogic } from '../windows/session-window-logic.ts';
 import { SlicedWindowLogic } from '../windows/sliced-window-logic.ts';
@@ -22,6 +22,7 @@ import type { FiringEnv, WindowContents } from '../windows/window-contents.ts';
 import { WindowEmitter } from '../windows/window-emitter.ts';
 import type { WindowLogic } from '../windows/window-logic.ts';
 import { WindowTimers } from '../windows/window-timers.ts';
+import { prefetchBatchKeys, prefetchTimerKeys } from './prefetch.ts';
 import { WindowJoinContents } from './window-join-contents.ts';
 
 export interface WindowJoinSpec<IN1, IN2, K extends Key, OUT> {
@@ -126,7 +127,17 @@ class KeyedWindowJoinOperator<IN1, IN2, K extends Key, OUT> implements WindowJoi
     return this.ctx.clock.now();
   }
 
-  processBatch(batch: RecordBatch<IN1 | IN2>, input: number): void {
+  /** Reads ahead the batch's keys (KeyedStateBackend.prefetch); synchronous unless the backend has to read. */
+  processBatch(batch: RecordBatch<IN1 | IN2>, input: number): void | Promise<void> {
+    const pending =
+      input === 0
+        ? prefetchBatchKeys(this.backend, batch.values as IN1[], this.spec.keySelector1)
+        : prefetchBatchKeys(this.backend, batch.values as IN2[], this.spec.keySelector2);
+    if (pending === undefined) this.processNow(batch, input);
+    else return pending.then(() => this.processNow(batch, input));
+  }
+
+  private processNow(batch: RecordBatch<IN1 | IN2>, input: number): void {
     if (input === 0) this.processInput(batch as RecordBatch<IN1>, 0, this.spec.keySelector1, this.leftLate);
     else this.processInput(batch as RecordBatch<IN2>, 1, this.spec.keySelector2, this.rightLate);
     this.flush();
@@ -165,46 +176,81 @@ class KeyedWindowJoinOperator<IN1, IN2, K extends Key, OUT> implements WindowJoi
     }
   }
 
-  processWatermark(timestamp: number): void {
+  processWatermark(timestamp: number): void | Promise<void> {
     if (timestamp > this.watermark) {
       this.watermark = timestamp;
-      if (this.isEventTime) this.fireDueTimers(timestamp);
+      if (this.isEventTime) return this.then(this.fireDueTimers(timestamp), () => this.forwardWatermark(timestamp));
     }
+    this.forwardWatermark(timestamp);
+  }
+
+  onProcessingTime(time: number): void | Promise<void> {
+    if (this.isEventTime) return undefined;
+    return this.then(this.fireDueTimers(time), () => {
+      this.windowTimers.requestNextWakeup();
+      this.flush();
+    });
+  }
+
+  /** The job is ending: processing-time windows fire now; event-time ones fired at the final watermark. */
+  endInput(): void | Promise<void> {
+    if (this.isEventTime) return undefined;
+    return this.then(this.fireDueTimers(Number.POSITIVE_INFINITY), () => this.flush());
+  }
+
+  private forwardWatermark(timestamp: number): void {
     this.flush();
     this.output.emitWatermark(timestamp);
   }
 
-  onProcessingTime(time: number): void {
-    if (this.isEventTime) return;
-    this.fireDueTimers(time);
-    this.windowTimers.requestNextWakeup();
-    this.flush();
+  /** Runs `next` after `pending`, synchronously when there is nothing to wait for. */
+  private then(pending: void | Promise<void>, next: () => void): void | Promise<void> {
+    if (pending === undefined) next();
+    else return pending.then(next);
   }
 
-  /** The job is ending: processing-time windows fire now; event-time ones fired at the final watermark. */
-  endInput(): void {
-    if (this.isEventTime) return;
-    this.fireDueTimers(Number.POSITIVE_INFINITY);
-    this.flush();
-  }
-
-  private fireDueTimers(limit: number): void {
+  /**
+   * Fires the due timers round by round, reading ahead each round's keys; a promise only when a read-ahead had to
+   * wait. Failures drop what the timers produced.
+   */
+  private fireDueTimers(limit: number): void | Promise<void> {
     const timers = this.timerService;
+    for (;;) {
+      const due = this.isEventTime ? timers.popEventTimeTimers(limit) : timers.popProcessingTimeTimers(limit);
+      if (due.length === 0) return undefined;
+      const pending = prefetchTimerKeys(this.backend, due);
+      if (pending !== undefined) {
+        return pending.then(
+          () => {
+            this.fire(due);
+            return this.fireDueTimers(limit);
+          },
+          (err: unknown) => {
+            throw this.timerFailure(err);
+          },
+        );
+      }
+      this.fire(due);
+    }
+  }
+
+  private fire(due: readonly Timer[]): void {
     const backend = this.backend;
     const logic = this.logic;
     try {
-      for (;;) {
-        const due = this.isEventTime ? timers.popEventTimeTimers(limit) : timers.popProcessingTimeTimers(limit);
-        if (due.length === 0) return;
-        for (const timer of due) {
-          backend.setCurrentKey(timer.key);
-          logic.onTimer(timer);
-        }
+      for (let i = 0; i < due.length; i++) {
+        const timer = due[i] as Timer;
+        backend.setCurrentKey(timer.key);
+        logic.onTimer(timer);
       }
     } catch (err) {
-      this.discard();
-      throw err instanceof SluiceError ? err : new UserFunctionError(this.name, this.ctx.subtask, undefined, err);
+      throw this.timerFailure(err);
     }
+  }
+
+  private timerFailure(err: unknown): Error {
+    this.discard();
+    return err instanceof SluiceError ? err : new UserFunctionError(this.name, this.ctx.subtask, undefined, err);
   }
 
   private discard(): void {

@@ -3,12 +3,17 @@ import { ConfigError } from '../../core/index.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
 import type { PhysicalPlan } from '../../graph/physical-plan.ts';
 import type { CheckpointStorage, TaskStateReader } from '../../storage/checkpoint-storage.ts';
-import { FileCheckpointStorage } from '../../storage/fs/file-checkpoint-storage.ts';
 import { FileSavepointStorage } from '../../storage/fs/file-savepoint-storage.ts';
 import { DEFAULT_SAVEPOINT_SUBDIR, type CheckpointingConfig } from './checkpointing-config.ts';
 import { openExternalRestore, type ExternalRestore } from './external-restore.ts';
 import { RESTORE_MARKER_FILE, readRestoreMarker, removeRestoreMarker, writeRestoreMarker, type RestoreMarker } from './restore-marker.ts';
 import { checkCompatible } from './restore-plan.ts';
+import { isRemoteLocation, openCheckpointStorage } from './open-checkpoint-storage.ts';
+
+/** `<dir>/savepoints` for a local checkpoint folder; savepoints of a job checkpointing to S3 go to ./savepoints. */
+export function defaultSavepointDir(checkpointDir: string): string {
+  return isRemoteLocation(checkpointDir) ? DEFAULT_SAVEPOINT_SUBDIR : join(checkpointDir, DEFAULT_SAVEPOINT_SUBDIR);
+}
 
 export interface PreparedCheckpointing {
   readonly storage: CheckpointStorage;
@@ -38,19 +43,19 @@ export async function prepareCheckpointing(
   plan: PhysicalPlan,
   log: (line: string) => void,
 ): Promise<PreparedCheckpointing> {
-  const storage = new FileCheckpointStorage(config.dir);
-  const savepoints = new FileSavepointStorage(config.savepointDir ?? join(config.dir, DEFAULT_SAVEPOINT_SUBDIR));
+  const storage = await openCheckpointStorage(config.dir);
+  const savepoints = new FileSavepointStorage(config.savepointDir ?? defaultSavepointDir(config.dir));
   const removed = await storage.removeIncomplete();
   await savepoints.removeIncomplete();
   let listed = await storage.list();
   let lastCheckpointId = Math.max(0, ...removed, ...listed.map((c) => c.checkpointId));
-  let marker = await readRestoreMarker(config.dir);
+  let marker = await readRestoreMarker(storage.records, storage.location);
   if (config.fresh === true) {
     if (listed.length > 0) {
       for (const c of listed) await storage.discard(c.checkpointId);
       log(`--fresh: discarded ${listed.length} checkpoint(s) in ${storage.location}`);
     }
-    if (marker !== undefined) await removeRestoreMarker(config.dir);
+    if (marker !== undefined) await removeRestoreMarker(storage.records);
     listed = [];
     marker = undefined;
   }
@@ -59,7 +64,7 @@ export async function prepareCheckpointing(
     // Checked before the marker is written, so a savepoint this job cannot use leaves the folder as it was.
     external = await openExternalRestore(config.restore, plan);
     marker = { source: external.dir, checkpointId: external.metadata.checkpointId, floor: lastCheckpointId };
-    await writeRestoreMarker(config.dir, marker);
+    await writeRestoreMarker(storage.records, marker);
   }
   const own =
     config.fresh === true

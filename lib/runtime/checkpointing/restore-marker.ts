@@ -1,9 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, rm } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
 import { ConfigError } from '../../core/index.ts';
-import { CheckpointIoError } from '../../storage/errors.ts';
-import { fsyncDirectory, writeFileDurably } from '../../storage/fs/durable-fs.ts';
+import type { JobRecordStore } from '../../storage/checkpoint-storage.ts';
 
 /**
  * `restore.json` in a checkpoint folder: the savepoint (or checkpoint directory) the folder's job continues from,
@@ -22,15 +18,10 @@ export interface RestoreMarker {
 
 export const RESTORE_MARKER_FILE = 'restore.json';
 
-export async function readRestoreMarker(checkpointDir: string): Promise<RestoreMarker | undefined> {
-  const file = join(resolve(checkpointDir), RESTORE_MARKER_FILE);
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (cause) {
-    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new CheckpointIoError('read', file, cause);
-  }
+/** Reads the folder's marker; `location` names the checkpoint folder in messages. */
+export async function readRestoreMarker(records: JobRecordStore, location: string): Promise<RestoreMarker | undefined> {
+  const text = await records.read(RESTORE_MARKER_FILE);
+  if (text === undefined) return undefined;
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -46,33 +37,17 @@ export async function readRestoreMarker(checkpointDir: string): Promise<RestoreM
     !Number.isSafeInteger(m.floor)
   ) {
     throw new ConfigError(
-      `${file} is not a valid restore record ({"source", "checkpointId", "floor"}); delete it, or start with --fresh to discard this folder's checkpoints`,
+      `${RESTORE_MARKER_FILE} in ${location} is not a valid restore record ({"source", "checkpointId", "floor"}); delete it, or start with --fresh to discard this folder's checkpoints`,
     );
   }
   return { source: m.source, checkpointId: m.checkpointId as number, floor: m.floor as number };
 }
 
-/** Replaces the marker atomically (temp file, fsync, rename). */
-export async function writeRestoreMarker(checkpointDir: string, marker: RestoreMarker): Promise<void> {
-  const dir = resolve(checkpointDir);
-  const file = join(dir, RESTORE_MARKER_FILE);
-  const temp = `${file}.${randomBytes(4).toString('hex')}.inprogress`;
-  try {
-    await mkdir(dir, { recursive: true });
-    await writeFileDurably(temp, Buffer.from(`${JSON.stringify(marker, null, 2)}\n`, 'utf8'));
-    await rename(temp, file);
-    await fsyncDirectory(dir);
-  } catch (cause) {
-    await rm(temp, { force: true }).catch(() => undefined);
-    throw new CheckpointIoError('write', file, cause);
-  }
+/** Replaces the marker atomically. */
+export async function writeRestoreMarker(records: JobRecordStore, marker: RestoreMarker): Promise<void> {
+  await records.write(RESTORE_MARKER_FILE, `${JSON.stringify(marker, null, 2)}\n`);
 }
 
-export async function removeRestoreMarker(checkpointDir: string): Promise<void> {
-  const file = join(resolve(checkpointDir), RESTORE_MARKER_FILE);
-  try {
-    await rm(file, { force: true });
-  } catch (cause) {
-    throw new CheckpointIoError('remove', file, cause);
-  }
+export async function removeRestoreMarker(records: JobRecordStore): Promise<void> {
+  await records.remove(RESTORE_MARKER_FILE);
 }

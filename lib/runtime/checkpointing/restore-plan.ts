@@ -6,7 +6,7 @@ import { splitsOfSubtask } from '../../connectors/split-assignment.ts';
 import type { TaskStateReader } from '../../storage/checkpoint-storage.ts';
 import { decodeTaskSnapshot } from '../../storage/task-state-codec.ts';
 import type { TaskSnapshot } from '../../storage/task-snapshot.ts';
-import type { KeyedStateHandle } from '../../state/index.ts';
+import type { KeyedStateHandle, SharedStateStore } from '../../state/index.ts';
 import type { TimerKeyGroupSnapshot } from '../../operators/timer-service.ts';
 import type { RestoredOperatorState } from '../operator-chain.ts';
 import { failPoint } from './fault-injection.ts';
@@ -17,6 +17,8 @@ export interface RestoredJob {
   readonly metadata: CheckpointMetadata;
   /** Every old subtask's snapshot of each vertex, in subtask order. */
   readonly snapshots: ReadonlyMap<number, TaskSnapshot[]>;
+  /** Where the checkpoint's shared state files are (file-based keyed state reads them while restoring). */
+  readonly sharedState: SharedStateStore;
 }
 
 /** What one new subtask of a vertex starts from. */
@@ -58,7 +60,7 @@ export async function loadRestoredJob(
     const snapshot = decodeTaskSnapshot(bytes, handle.path);
     snapshots.set(handle.task.vertex, [...(snapshots.get(handle.task.vertex) ?? []), snapshot]);
   }
-  return { checkpointId: metadata.checkpointId, metadata, snapshots };
+  return { checkpointId: metadata.checkpointId, metadata, snapshots, sharedState: storage.sharedState };
 }
 
 /**

@@ -4,6 +4,7 @@ import type { JobOptions } from '../../api/job-options.ts';
 import type { SourceSplit } from '../../connectors/source.ts';
 import type { CheckpointMetadata, TaskId, TaskStateHandle } from '../../checkpoint/types.ts';
 import type { TaskMetrics } from '../task-metrics.ts';
+import type { StateBackendConfig } from '../state-backend-config.ts';
 import type { SerializedError } from './remote-error.ts';
 
 /** What the coordinating thread gives each worker thread. */
@@ -19,6 +20,7 @@ export interface WorkerInit {
   readonly ports: Record<string, MessagePort>;
   /** Checkpoint folder, when the job takes checkpoints. */
   readonly checkpointDir: string | undefined;
+  readonly stateBackend: Required<StateBackendConfig>;
   /** The checkpoint to start from. */
   readonly restoreFrom: CheckpointMetadata | undefined;
   /** Directory of `restoreFrom`'s task files when it is a savepoint (or another checkpoint directory), not in `checkpointDir`. */

@@ -27,6 +27,7 @@ import { RemoteTaskError } from './remote-error.ts';
 import { AttemptMonitor } from './attempt-monitor.ts';
 import { ThreadedJob } from './threaded-job.ts';
 import type { CoordinatorMessage, WorkerInit, WorkerMessage } from './protocol.ts';
+import { compileStateBackendConfig, type StateBackendConfig } from '../state-backend-config.ts';
 
 export interface ThreadedRunOptions {
   /** Path of the job module (its default export is a defineJob(...) job). */
@@ -38,6 +39,8 @@ export interface ThreadedRunOptions {
   checkpointing?: CheckpointingConfig;
   /** With checkpointing: how failed attempts restart. @default 3 attempts, 1 s apart */
   restart?: RestartStrategy;
+  /** Where keyed state lives. @default in memory */
+  stateBackend?: StateBackendConfig;
   /** Progress lines (restores, restarts, skipped checkpoints). @default stderr */
   log?: (line: string) => void;
   /**
@@ -137,7 +140,7 @@ function runWithCheckpoints(
         savepoints: prepared.savepoints,
         // The next run with this checkpoint folder continues from the savepoint, not from an older checkpoint.
         beforeStop: (savepoint) =>
-          writeRestoreMarker(config.dir, { source: savepoint.path, checkpointId: savepoint.checkpointId, floor: savepoint.checkpointId }),
+          writeRestoreMarker(prepared.storage.records, { source: savepoint.path, checkpointId: savepoint.checkpointId, floor: savepoint.checkpointId }),
         tasks: allTasks(plan),
         sourceTasks: sourceTasks(plan),
         maxParallelism: plan.maxParallelism,
@@ -200,6 +203,7 @@ async function runAttempt(setup: AttemptSetup): Promise<AttemptOutcome> {
       splits: [...setup.splits.entries()],
       ports: portsOf[thread]!,
       checkpointDir: options.checkpointing?.dir,
+      stateBackend: compileStateBackendConfig(options.stateBackend),
       restoreFrom: setup.restoreFrom,
       restoreDir: setup.restoreDir,
     };

@@ -1,14 +1,14 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { InternalError, systemClock, type BarrierElement } from '../../core/index.ts';
 import { buildPhysicalPlan } from '../../graph/physical-plan.ts';
-import { FileCheckpointStorage } from '../../storage/fs/file-checkpoint-storage.ts';
+import { openCheckpointStorage } from '../checkpointing/open-checkpoint-storage.ts';
 import { SnapshotDirectory } from '../../storage/fs/snapshot-directory.ts';
 import { buildJob, loadJobModule } from '../load-job.ts';
 import { NO_CHECKPOINTS, type CheckpointParticipant } from '../checkpointing/participant.ts';
 import { CheckpointHub } from '../checkpointing/checkpoint-hub.ts';
 import { loadRestoredJob } from '../checkpointing/restore-plan.ts';
 import { deployTasks, type DeployedTask } from '../task-deployment.ts';
-import { memoryServices } from '../default-services.ts';
+import { createStateServices } from '../state-services.ts';
 import { runTasks } from '../run-tasks.ts';
 import { serializeError } from './remote-error.ts';
 import type { CoordinatorMessage, WorkerInit, WorkerMessage } from './protocol.ts';
@@ -34,7 +34,7 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
     if (message.type === 'metrics') post({ type: 'metrics', requestId: message.requestId, metrics: tasks.map((t) => t.metrics) });
   });
   if (init.checkpointDir !== undefined) {
-    const storage = new FileCheckpointStorage(init.checkpointDir);
+    const storage = await openCheckpointStorage(init.checkpointDir);
     const hub = new CheckpointHub(storage, {
       ack: (checkpointId, handle) => post({ type: 'ack', checkpointId, handle }),
       decline: (checkpointId, task, reason) => post({ type: 'decline', checkpointId, task, reason }),
@@ -65,7 +65,7 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
     thread: init.thread,
     threadOf: (subtask) => subtask,
     ports: new Map(Object.entries(init.ports)),
-    services: memoryServices(),
+    services: await createStateServices(init.stateBackend, plan.fingerprint.slice(0, 16)),
     clock: systemClock,
     checkpoints,
     attempt: init.attempt,

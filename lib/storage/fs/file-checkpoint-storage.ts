@@ -20,6 +20,7 @@ import { CheckpointCorruptError, CheckpointIoError } from '../errors.ts';
 import { decodeMetadata, encodeMetadata } from '../metadata-codec.ts';
 import { fileSizeAndSha256, fsyncDirectory, sha256Hex, writeFileDurably } from './durable-fs.ts';
 import { SharedStateDirectory } from './shared-state-directory.ts';
+import { JobRecordDirectory } from './job-record-directory.ts';
 
 /** Files being written carry this marker until their rename; any left over are crash debris. */
 const IN_PROGRESS_MARK = '.inprogress';
@@ -50,12 +51,14 @@ export class FileCheckpointStorage implements CheckpointStorage {
   /** Whether the folder's own entry in its parent has been fsynced (it may have been created by the first write). */
   private rootDurable = false;
   readonly sharedState: SharedStateDirectory;
+  readonly records: JobRecordDirectory;
 
   constructor(dir: string) {
     if (dir === '') throw new ConfigError('the checkpoint directory must not be empty; pass --checkpoint-dir DIR');
     this.location = dir;
     this.root = resolve(dir);
     this.sharedState = new SharedStateDirectory(this.root);
+    this.records = new JobRecordDirectory(this.root);
   }
 
   async writeTaskState(

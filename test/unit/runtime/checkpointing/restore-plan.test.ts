@@ -56,7 +56,11 @@ function checkpointAtParallelism2(): RestoredJob {
     parallelism: { 0: 2, 1: 2 },
     tasks: [],
   };
-  return { checkpointId: 7, metadata, snapshots: new Map([[0, sources], [1, windows]]) };
+  const noSharedFiles = {
+    put: () => Promise.reject(new Error('a plain snapshot has no shared files')),
+    get: () => Promise.reject(new Error('a plain snapshot has no shared files')),
+  };
+  return { checkpointId: 7, metadata, snapshots: new Map([[0, sources], [1, windows]]), sharedState: noSharedFiles };
 }
 
 describe('restore plan', () => {
