@@ -62,6 +62,12 @@ export interface Source<T, S extends SourceSplit = SourceSplit> {
   readonly name: string;
   /** Bounded sources end; the job then fires all windows and exits. */
   readonly bounded: boolean;
+  /**
+   * Whether a reader reads its splits at the same time (Kinesis shards) rather than one after the other (file
+   * ranges). Then every assigned split holds the watermark back from the start, until it has records, goes idle or
+   * finishes; otherwise a split counts only once it produced a record. @default false
+   */
+  readonly concurrentSplits?: boolean;
   /** Default parallelism when the job does not set one: for example 1 for a source that cannot be split. */
   readonly maxParallelism?: number;
   createSplits(ctx: SplitEnumeratorContext): Promise<S[]> | S[];

@@ -47,6 +47,9 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
   if (watermarks !== undefined && setup.splitWatermarks !== undefined) {
     watermarks.restore(setup.splitWatermarks, new Set(setup.splits.map((s) => s.id)));
   }
+  if (watermarks !== undefined && node.source.concurrentSplits === true) {
+    watermarks.register(setup.splits.map((s) => s.id), clock.now());
+  }
   let reader: SourceReader<unknown> | undefined;
   let idle = false;
 

@@ -74,6 +74,11 @@ export class SplitWatermarks {
     if (snapshots.length > 0) this.emitted = emitted;
   }
 
+  /** Splits read concurrently hold the watermark back from the start (see Source.concurrentSplits). */
+  register(splitIds: Iterable<string>, now: number): void {
+    for (const id of splitIds) this.state(id, now);
+  }
+
   markFinished(splitId: string): void {
     const s = this.splits.get(splitId);
     if (s !== undefined) s.finished = true;

@@ -30,8 +30,14 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
   const early: BarrierElement[] = [];
   let checkpoints: CheckpointParticipant = NO_CHECKPOINTS;
   let restored;
+  // One listener from the start: the port delivers messages as soon as any listener exists, so checkpoint messages
+  // that arrive while the storage opens (an await) wait here instead of being dropped.
+  const pending: CoordinatorMessage[] = [];
+  let onCheckpointMessage: ((message: CoordinatorMessage) => void) | undefined;
   port.on('message', (message: CoordinatorMessage) => {
     if (message.type === 'metrics') post({ type: 'metrics', requestId: message.requestId, metrics: tasks.map((t) => t.metrics) });
+    else if (onCheckpointMessage === undefined) pending.push(message);
+    else onCheckpointMessage(message);
   });
   if (init.checkpointDir !== undefined) {
     const storage = await openCheckpointStorage(init.checkpointDir);
@@ -44,13 +50,14 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
       // The coordinating thread learns when the sinks committed (a stop-with-savepoint ends the job only then).
       void Promise.all(tasks.map((t) => t.notifyCheckpointComplete(id))).then(() => post({ type: 'notified', checkpointId: id }));
     });
-    port.on('message', (message: CoordinatorMessage) => {
+    onCheckpointMessage = (message) => {
       if (message.type === 'metrics') return;
       if (message.type === 'complete') hub.notifyComplete(message.checkpointId, message.final);
       // A trigger can arrive while this thread is still loading restored state: keep it for the tasks.
       else if (tasks.length === 0) early.push(message.barrier);
       else tasks.forEach((t) => t.triggerCheckpoint(message.barrier));
-    });
+    };
+    for (const message of pending.splice(0)) onCheckpointMessage(message);
     checkpoints = hub;
     if (init.restoreFrom !== undefined) {
       const mine = new Set(plan.vertices.filter((v) => v.parallelism > init.thread).map((v) => v.id));

@@ -1,0 +1,80 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { originAt, UserFunctionError, type RecordBatch } from '../../../core/index.ts';
+import type { SinkContext, TwoPhaseCommitSinkWriter } from '../../sink.ts';
+import type { DynamoDbCommittable } from './committable.ts';
+import { DynamoDbCommitter } from './dynamodb-committer.ts';
+import type { CompiledDynamoDbSink } from './dynamodb-sink-options.ts';
+import { StagedWrites } from './staged-writes.ts';
+import { toChunks } from './transact-items.ts';
+import type { DynamoDbWrite } from './write-ops.ts';
+
+/** The run's attempt id as it appears in marker keys: as given when it is tame, else a hash of it. */
+function attemptTag(attempt: string | undefined): string {
+  if (attempt === undefined) return randomUUID();
+  return /^[A-Za-z0-9-]{1,64}$/.test(attempt) ? attempt : createHash('sha256').update(attempt).digest('hex').slice(0, 32);
+}
+
+/**
+ * Stages a sink subtask's writes in memory, folded per item, until the checkpoint barrier; `prepareCommit` turns
+ * them into a committable (chunks of transaction items) that the checkpoint stores and the committer applies once
+ * the checkpoint is complete. Nothing reaches DynamoDB before that. Without checkpoints the writer commits by
+ * itself every `flushEveryWrites` staged writes and in `finish`.
+ */
+export class DynamoDbSinkWriter<T> implements TwoPhaseCommitSinkWriter<T, DynamoDbCommittable> {
+  private readonly staged: StagedWrites;
+  private readonly txnPrefix: string;
+  private readonly checkpointing: boolean;
+  private flushes = 0;
+  private committer: DynamoDbCommitter | undefined;
+
+  constructor(
+    private readonly config: CompiledDynamoDbSink<T>,
+    private readonly ctx: SinkContext,
+    private readonly client: () => DynamoDBClient,
+  ) {
+    this.staged = new StagedWrites(config.schema, config.mode === 'transactional');
+    this.txnPrefix = `${config.jobId}/${attemptTag(ctx.attempt)}/${ctx.subtask}`;
+    this.checkpointing = ctx.checkpointing !== false;
+  }
+
+  write(batch: RecordBatch<T>): void | Promise<void> {
+    const values = batch.values;
+    const toWrites = this.config.toWrites;
+    for (let i = 0; i < values.length; i++) {
+      try {
+        const out = toWrites(values[i] as T);
+        if (out === null || out === undefined) continue;
+        if (Array.isArray(out)) for (const w of out as readonly DynamoDbWrite[]) this.staged.add(w);
+        else this.staged.add(out as DynamoDbWrite);
+      } catch (cause) {
+        throw new UserFunctionError(this.ctx.operatorName, this.ctx.subtask, originAt(batch, i), cause);
+      }
+    }
+    if (!this.checkpointing && this.staged.size >= this.config.flushEveryWrites) return this.flush();
+  }
+
+  prepareCommit(checkpointId: number): DynamoDbCommittable[] {
+    const committable = this.prepare(`c${checkpointId}`);
+    return committable === undefined ? [] : [committable];
+  }
+
+  async finish(): Promise<void> {
+    if (!this.checkpointing) await this.flush();
+  }
+
+  private prepare(sequence: string): DynamoDbCommittable | undefined {
+    if (this.staged.size === 0) return undefined;
+    const chunks = toChunks(this.config.table, this.staged.drain(), this.config.limits);
+    if (chunks.length === 0) return undefined;
+    return { txn: `${this.txnPrefix}/${sequence}`, preparedAt: Date.now(), chunks };
+  }
+
+  /** Without checkpoints: commit what is staged now (nothing else will). */
+  private async flush(): Promise<void> {
+    const committable = this.prepare(`f${++this.flushes}`);
+    if (committable === undefined) return;
+    this.committer ??= new DynamoDbCommitter(this.config, this.client());
+    await this.committer.commit([committable]);
+  }
+}

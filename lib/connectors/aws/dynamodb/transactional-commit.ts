@@ -1,0 +1,110 @@
+import { TransactWriteItemsCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { backoffDelay, sleep, type RetryPolicy } from '../kinesis/backoff.ts';
+import { markerPut, requestToken, type DynamoDbCommittable, type ResolvedMarkerConfig } from './committable.ts';
+import { awsErrorName, cancellationReasons, classifyFailure, describeFailure, DynamoDbSinkError } from './errors.ts';
+import type { DynamoDbChunk } from './transact-items.ts';
+
+/** Counts of what commits did; for metrics and tests. */
+export interface DynamoDbCommitStats {
+  /** Chunks applied by this committer. */
+  committed: number;
+  /** Chunks found committed already (their marker existed): re-commits after a recovery. */
+  alreadyCommitted: number;
+  /** Calls repeated after throttling, conflicts or transient errors. */
+  retries: number;
+}
+
+export function newCommitStats(): DynamoDbCommitStats {
+  return { committed: 0, alreadyCommitted: 0, retries: 0 };
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight; the first failure rejects (the rest still settle). */
+export async function forEachLimited<A>(items: readonly A[], limit: number, fn: (item: A, index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failed = false;
+  const worker = async (): Promise<void> => {
+    while (!failed && next < items.length) {
+      const index = next++;
+      try {
+        await fn(items[index] as A, index);
+      } catch (error) {
+        failed = true;
+        throw error;
+      }
+    }
+  };
+  const results = await Promise.allSettled(Array.from({ length: Math.min(limit, items.length) }, worker));
+  const rejected = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (rejected !== undefined) throw rejected.reason;
+}
+
+/** Runs the chunks generation by generation; chunks of one generation touch distinct items, so they may overlap. */
+export async function commitByGeneration(
+  chunks: readonly DynamoDbChunk[],
+  concurrency: number,
+  commitChunk: (chunk: DynamoDbChunk, index: number) => Promise<void>,
+): Promise<void> {
+  let start = 0;
+  while (start < chunks.length) {
+    const generation = (chunks[start] as DynamoDbChunk).generation;
+    let end = start;
+    while (end < chunks.length && (chunks[end] as DynamoDbChunk).generation === generation) end++;
+    const indices = Array.from({ length: end - start }, (_, i) => start + i);
+    await forEachLimited(indices, concurrency, (index) => commitChunk(chunks[index] as DynamoDbChunk, index));
+    start = end;
+  }
+}
+
+export interface TransactionalCommitConfig {
+  readonly marker: ResolvedMarkerConfig;
+  readonly retry: RetryPolicy;
+  readonly commitConcurrency: number;
+}
+
+/**
+ * Commits every chunk of a committable as one TransactWriteItems call with its commit marker. A chunk whose marker
+ * exists was committed before (maybe hours ago, by an earlier run): the transaction is cancelled with the marker's
+ * ConditionalCheckFailed and nothing changes, which counts as success. The ClientRequestToken additionally makes
+ * DynamoDB answer a repeat within 10 minutes with the first result.
+ */
+export async function commitTransactional(
+  client: DynamoDBClient,
+  committable: DynamoDbCommittable,
+  config: TransactionalCommitConfig,
+  stats: DynamoDbCommitStats,
+): Promise<void> {
+  await commitByGeneration(committable.chunks, config.commitConcurrency, async (chunk, index) => {
+    const items = [...chunk.items, markerPut(config.marker, committable, index)];
+    const markerIndex = items.length - 1;
+    let token: string | undefined = requestToken(committable.txn, index);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await client.send(new TransactWriteItemsCommand({ TransactItems: items, ClientRequestToken: token }));
+        stats.committed++;
+        return;
+      } catch (error) {
+        const kind = classifyFailure(error, markerIndex);
+        if (kind === 'already-committed') {
+          stats.alreadyCommitted++;
+          return;
+        }
+        if (kind === 'token-mismatch' && token !== undefined) {
+          // Another request used this token in the last 10 minutes; the marker alone decides from here.
+          token = undefined;
+          continue;
+        }
+        if (kind === 'retry' && attempt < config.retry.maxAttempts) {
+          stats.retries++;
+          await sleep(backoffDelay(config.retry, attempt));
+          continue;
+        }
+        const reasons = cancellationReasons(error);
+        throw new DynamoDbSinkError(
+          `committing chunk ${index} (${chunk.items.length} writes) of ${committable.txn} failed` +
+            `${kind === 'retry' ? ` after ${attempt} attempts` : ''}: ${describeFailure(error)}`,
+          { cause: error, retriable: kind === 'retry', errorCode: reasons.find((r) => r !== 'None') ?? awsErrorName(error) },
+        );
+      }
+    }
+  });
+}

@@ -1,0 +1,229 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KinesisClient } from '@aws-sdk/client-kinesis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StreamEnvironment, collectSink, runInThisThread, systemClock } from '../../lib/index.ts';
+import type { TwoPhaseCommitSink } from '../../lib/connectors/sink.ts';
+import type { SourceReaderContext } from '../../lib/connectors/source.ts';
+import { awsClientConfig } from '../../lib/connectors/aws/client-config.ts';
+import { kinesisApi, kinesisSource, type KinesisApi, type KinesisSourceOptions } from '../../lib/connectors/aws/kinesis/index.ts';
+import { createStream, putRecords, startKinesisEmulator, type KinesisEmulator } from '../harness/aws/kinesis-emulator.ts';
+
+interface Event {
+  k: string;
+  n: number;
+}
+
+let emu: KinesisEmulator;
+let client: KinesisClient;
+const dirs: string[] = [];
+let streams = 0;
+
+beforeAll(async () => {
+  emu = await startKinesisEmulator();
+  client = new KinesisClient(awsClientConfig('kinesis', emu.clientConfig));
+});
+afterAll(async () => {
+  client.destroy();
+  await emu.stop();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+const tempDir = () => {
+  const d = mkdtempSync(join(tmpdir(), 'sluice-kinesis-'));
+  dirs.push(d);
+  return d;
+};
+
+async function newStream(shards: number): Promise<string> {
+  const name = `source-${++streams}`;
+  await createStream(client, name, shards);
+  return name;
+}
+
+/** `count` events over `keys` keys, numbered per key from `from[key]`. */
+function events(count: number, keys: number, tag = 'e', from = new Map<string, number>()): { key: string; data: Event }[] {
+  const out: { key: string; data: Event }[] = [];
+  for (let i = 0; i < count; i++) {
+    const k = `${tag}${i % keys}`;
+    const n = from.get(k) ?? 0;
+    from.set(k, n + 1);
+    out.push({ key: k, data: { k, n } });
+  }
+  return out;
+}
+
+const sorted = (values: Event[]) => values.map((e) => `${e.k}#${e.n}`).sort();
+
+function options(stream: string, extra: Partial<KinesisSourceOptions<Event>> = {}): KinesisSourceOptions<Event> {
+  return { stream, clientConfig: emu.clientConfig, stopWhenIdleMs: 300, shardDiscoveryIntervalMs: 100, ...extra };
+}
+
+async function runToIdle(source: ReturnType<typeof kinesisSource<Event>>, parallelism = 1): Promise<Event[]> {
+  const env = new StreamEnvironment({ parallelism });
+  const sink = collectSink<Event>();
+  env.fromSource(source).sinkTo(sink);
+  await runInThisThread(env, { log: () => {} });
+  return sink.values;
+}
+
+function readerContext(extra: Partial<SourceReaderContext> = {}): SourceReaderContext {
+  return { subtask: 0, parallelism: 1, clock: systemClock, signal: new AbortController().signal, attempt: 'test', ...extra };
+}
+
+describe('kinesis source start positions', () => {
+  it('TRIM_HORIZON reads every record already in the stream, per key in order', async () => {
+    const stream = await newStream(3);
+    const input = events(300, 12);
+    const before = Date.now();
+    await putRecords(client, stream, input);
+    const after = Date.now();
+    const env = new StreamEnvironment({ parallelism: 2 });
+    const sink = collectSink<Event>();
+    env.fromSource(kinesisSource<Event>(options(stream, { startPosition: 'TRIM_HORIZON' }))).sinkTo(sink);
+    await runInThisThread(env, { log: () => {} });
+    const got = sink.values;
+    expect(sorted(got)).toEqual(sorted(input.map((r) => r.data)));
+    // Timestamps are ApproximateArrivalTimestamp.
+    for (const t of sink.timestamps) {
+      expect(t).toBeGreaterThanOrEqual(before - 1);
+      expect(t).toBeLessThanOrEqual(after + 1);
+    }
+    const last = new Map<string, number>();
+    for (const e of got) {
+      expect(e.n).toBe((last.get(e.k) ?? -1) + 1);
+      last.set(e.k, e.n);
+    }
+  });
+
+  it('LATEST skips what was there before the reader asked for its shards', async () => {
+    const stream = await newStream(2);
+    await putRecords(client, stream, events(50, 5, 'old'));
+    // Resolves once both shards have an iterator: from then on, new records must be read.
+    let iterators = 0;
+    let ready!: () => void;
+    const readyPromise = new Promise<void>((r) => (ready = r));
+    const real = kinesisApi(new KinesisClient(awsClientConfig('kinesis', emu.clientConfig)));
+    const api: KinesisApi = {
+      ...real,
+      async getShardIterator(input, signal) {
+        const out = await real.getShardIterator(input, signal);
+        if (++iterators === 2) ready();
+        return out;
+      },
+    };
+    const running = runToIdle(kinesisSource<Event>(options(stream, { startPosition: 'LATEST', client: () => api })));
+    await readyPromise;
+    const fresh = events(40, 5, 'new');
+    await putRecords(client, stream, fresh);
+    const got = await running;
+    real.destroy?.();
+    expect(sorted(got)).toEqual(sorted(fresh.map((r) => r.data)));
+  });
+
+  it('AT_TIMESTAMP starts at the first record that arrived at or after the time', async () => {
+    const stream = await newStream(1);
+    await putRecords(client, stream, events(30, 3, 'before'));
+    await new Promise((r) => setTimeout(r, 30));
+    const at = Date.now();
+    await new Promise((r) => setTimeout(r, 5));
+    const after = events(30, 3, 'after');
+    await putRecords(client, stream, after);
+    const got = await runToIdle(kinesisSource<Event>(options(stream, { startPosition: { atTimestamp: new Date(at) } })));
+    expect(sorted(got)).toEqual(sorted(after.map((r) => r.data)));
+  });
+});
+
+describe('kinesis source positions in checkpoints', () => {
+  it('a reader restored from currentSplits reads no record twice and misses none', async () => {
+    const stream = await newStream(2);
+    const input = events(400, 8);
+    await putRecords(client, stream, input);
+    const source = kinesisSource<Event>(options(stream, { startPosition: 'TRIM_HORIZON', stopWhenIdleMs: 300 }));
+    const first = source.createReader(await source.createSplits({ parallelism: 1 }), readerContext({ attempt: 'a1' }));
+    const seen: Event[] = [];
+    // Read about half, in small batches, then "checkpoint" and stop.
+    while (seen.length < 170) {
+      const r = await first.poll(25);
+      if (r.kind === 'batch') seen.push(...r.batch.values);
+      else if (r.kind === 'wait') await new Promise((res) => setTimeout(res, r.retryAfterMs));
+      else break;
+    }
+    const checkpoint = structuredClone(first.currentSplits(1));
+    await first.close();
+    expect(checkpoint.some((s) => s.position.type === 'AFTER_SEQUENCE_NUMBER')).toBe(true);
+
+    const second = source.createReader(checkpoint, readerContext({ attempt: 'a2' }));
+    for (;;) {
+      const r = await second.poll(100);
+      if (r.kind === 'end') break;
+      if (r.kind === 'batch') seen.push(...r.batch.values);
+      else await new Promise((res) => setTimeout(res, r.retryAfterMs));
+    }
+    await second.close();
+    expect(sorted(seen)).toEqual(sorted(input.map((r) => r.data)));
+  });
+
+  it('a failing job restarts from its checkpoint with every record exactly once (parallelism 2)', async () => {
+    const parallelism = 2;
+    const stream = await newStream(3);
+    const input = events(600, 10);
+    await putRecords(client, stream, input);
+    const committed = new Map<string, Event[]>();
+    const failAt = { after: 250, seen: 0, armed: true };
+    const env = new StreamEnvironment({ parallelism, batchSize: 20 });
+    env
+      .fromSource(
+        // Small fetches spread the input over several checkpoints, so the failure comes after some completed.
+        kinesisSource<Event>(
+          options(stream, { startPosition: 'TRIM_HORIZON', stopWhenIdleMs: 500, reader: { type: 'polling', maxRecordsPerCall: 50 } }),
+        ),
+      )
+      .map((e) => {
+        if (failAt.armed && ++failAt.seen === failAt.after) {
+          failAt.armed = false;
+          throw new Error('injected failure');
+        }
+        return e;
+      })
+      .sinkTo(committingSink(committed));
+    const logs: string[] = [];
+    await runInThisThread(env, {
+      checkpointing: { dir: tempDir(), intervalMs: 30 },
+      restart: { kind: 'fixed-delay', attempts: 2, delayMs: 10 },
+      log: (line) => logs.push(line),
+    });
+    expect(failAt.armed).toBe(false);
+    expect(logs.some((l) => /restored from checkpoint [1-9]/.test(l))).toBe(true);
+    const out = [...committed.values()].flat();
+    expect(sorted(out)).toEqual(sorted(input.map((r) => r.data)));
+  });
+});
+
+/** Exactly-once test sink: a prepared transaction is committed once, by id; uncommitted ones are dropped. */
+function committingSink(committed: Map<string, Event[]>): TwoPhaseCommitSink<Event, { id: string; rows: Event[] }> {
+  return {
+    name: 'committing',
+    twoPhaseCommit: true,
+    createWriter(ctx) {
+      let open: Event[] = [];
+      return {
+        write(batch) {
+          open.push(...batch.values);
+        },
+        prepareCommit(checkpointId) {
+          const txn = { id: `${ctx.attempt}/${ctx.subtask}/${checkpointId}`, rows: open };
+          open = [];
+          return txn.rows.length > 0 ? [txn] : [];
+        },
+      };
+    },
+    createCommitter: () => ({
+      commit(committables) {
+        for (const c of committables) if (!committed.has(c.id)) committed.set(c.id, c.rows);
+      },
+    }),
+    cleanUpDangling() {},
+  };
+}
