@@ -1,10 +1,19 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { keyGroupOf } from '../../lib/core/index.ts';
 import { MemoryKeyedStateBackend } from '../../lib/state/memory/memory-backend.ts';
 import { listState, mapState, valueState } from '../../lib/state/index.ts';
+import { RocksDbKeyedStateBackend } from '../../lib/state/rocksdb/index.ts';
 import { runStateBackendContract } from './state-backend.contract.ts';
 
-runStateBackendContract('MemoryKeyedStateBackend', (opts) => new MemoryKeyedStateBackend(opts));
+const stateDir = mkdtempSync(join(tmpdir(), 'sluice-memory-contract-'));
+afterAll(() => rmSync(stateDir, { recursive: true, force: true }));
+
+runStateBackendContract('MemoryKeyedStateBackend', (opts) => new MemoryKeyedStateBackend(opts), {
+  peers: { rocksdb: (opts) => new RocksDbKeyedStateBackend({ ...opts, rocksdb: { stateDir, cacheMaxKeys: 4 } }) },
+});
 
 describe('MemoryKeyedStateBackend specifics', () => {
   const options = { keyGroupRange: { start: 0, end: 127 }, maxParallelism: 128, now: () => 0 };

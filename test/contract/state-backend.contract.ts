@@ -1,8 +1,13 @@
 /**
  * The contract every KeyedStateBackend must meet (in the spirit of Flink's StateBackendTestBase). A backend's test
- * file calls `runStateBackendContract(name, create)`; `create` must return a fresh, empty backend.
+ * file calls `runStateBackendContract(name, create)`; `create` must return a fresh, empty backend. Snapshots are
+ * taken through both phases (a file-based backend's pending snapshot is completed into a temp-dir store) and
+ * restored through the same store, so every handle kind goes through the same tests. `peers` are other backends
+ * whose snapshots this one must restore, and which must restore this one's (memory <-> RocksDB).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   ConfigError,
   InternalError,
@@ -12,8 +17,11 @@ import {
   type Key,
   type KeyGroupRange,
 } from '../../lib/core/index.ts';
+import { readHandleEntries } from '../../lib/state/files/handle-entries.ts';
 import {
   aggregatingState,
+  isFileKeyedStateSnapshot,
+  isPendingKeyedSnapshot,
   listState,
   mapState,
   reducingState,
@@ -21,11 +29,18 @@ import {
   type AggregateFunction,
   type KeyedStateBackend,
   type KeyedStateBackendOptions,
-  type KeyedStateSnapshot,
+  type KeyedStateHandle,
+  type Namespace,
   type StateTtlConfig,
 } from '../../lib/state/index.ts';
+import { TempSharedStore } from './temp-shared-store.ts';
 
 export type BackendFactory = (opts: KeyedStateBackendOptions) => KeyedStateBackend;
+
+export interface ContractOptions {
+  /** Other backends to exchange snapshots with, by name. */
+  readonly peers?: Readonly<Record<string, BackendFactory>>;
+}
 
 const MAX_PARALLELISM = 128;
 const FULL_RANGE: KeyGroupRange = { start: 0, end: MAX_PARALLELISM - 1 };
@@ -49,20 +64,65 @@ function keysIn(range: KeyGroupRange, count: number, inside = true, maxParalleli
   return keys;
 }
 
-export function runStateBackendContract(name: string, create: BackendFactory): void {
+type Entry = [Key, Namespace, unknown];
+
+/** A handle's entries per key group and state, whatever its kind (files are read through `store`). */
+async function entriesOf(handle: KeyedStateHandle, store: TempSharedStore): Promise<Map<number, Map<string, Entry[]>>> {
+  const out = new Map<number, Map<string, Entry[]>>();
+  const add = (keyGroup: number, name: string, entry: Entry): void => {
+    let byState = out.get(keyGroup);
+    if (byState === undefined) out.set(keyGroup, (byState = new Map()));
+    let list = byState.get(name);
+    if (list === undefined) byState.set(name, (list = []));
+    list.push(entry);
+  };
+  if (!isFileKeyedStateSnapshot(handle)) {
+    for (const group of handle.keyGroups) {
+      for (const [name, entries] of Object.entries(group.states)) for (const e of entries) add(group.keyGroup, name, e);
+    }
+    return out;
+  }
+  const latest = new Map<Key, { keyGroup: number; entries: readonly (readonly [string, Namespace, unknown])[] | undefined }>();
+  await readHandleEntries(handle, store, { start: 0, end: handle.maxParallelism - 1 }, join(tmpdir(), 'sluice-contract'), (keyGroup, key, entries) => {
+    latest.set(key, { keyGroup, entries });
+  });
+  for (const [key, { keyGroup, entries }] of latest) for (const [name, ns, value] of entries ?? []) add(keyGroup, name, [key, ns, value]);
+  return out;
+}
+
+export function runStateBackendContract(name: string, create: BackendFactory, options: ContractOptions = {}): void {
   describe(`KeyedStateBackend contract: ${name}`, () => {
     const created: KeyedStateBackend[] = [];
     let time = 0;
     const now = (): number => time;
+    let store: TempSharedStore;
 
-    function backend(range: KeyGroupRange = FULL_RANGE, maxParallelism = MAX_PARALLELISM): KeyedStateBackend {
-      const b = create({ keyGroupRange: range, maxParallelism, now });
+    beforeAll(async () => {
+      store = await TempSharedStore.create();
+    });
+
+    afterAll(async () => {
+      await store.dispose();
+    });
+
+    function backend(range: KeyGroupRange = FULL_RANGE, maxParallelism = MAX_PARALLELISM, factory = create): KeyedStateBackend {
+      const b = factory({ keyGroupRange: range, maxParallelism, now });
       created.push(b);
       return b;
     }
 
-    afterEach(() => {
-      for (const b of created.splice(0)) b.dispose();
+    /** Both phases of a snapshot: the synchronous one now, then (file-based backends) the files. */
+    async function snapshotOf(b: KeyedStateBackend): Promise<KeyedStateHandle> {
+      const snapshot = b.snapshot();
+      return isPendingKeyedSnapshot(snapshot) ? snapshot.complete(store) : snapshot;
+    }
+
+    async function restore(b: KeyedStateBackend, handles: readonly KeyedStateHandle[]): Promise<void> {
+      await b.restore(handles, store);
+    }
+
+    afterEach(async () => {
+      await Promise.all(created.splice(0).map((b) => b.dispose()));
       time = 0;
     });
 
@@ -516,7 +576,7 @@ export function runStateBackendContract(name: string, create: BackendFactory): v
         expect(r.get()).toBeUndefined();
       });
 
-      it('snapshots drop expired entries and keep live ones with their timestamps', () => {
+      it('snapshots drop expired entries and keep live ones with their timestamps', async () => {
         const b = backend();
         const v = b.getValueState(valueState<string>('v', write));
         const l = b.getListState(listState<string>('l', write));
@@ -534,9 +594,9 @@ export function runStateBackendContract(name: string, create: BackendFactory): v
         l.add('z');
         m.put('z', 'z');
         time = 100;
-        const snapshot = (b.snapshot() as KeyedStateSnapshot);
+        const snapshot = await snapshotOf(b);
         const restored = backend();
-        restored.restore([snapshot]);
+        await restore(restored, [snapshot]);
         const rv = restored.getValueState(valueState<string>('v', write));
         const rl = restored.getListState(listState<string>('l', write));
         const rm = restored.getMapState(mapState<string, string>('m', write));
@@ -602,25 +662,26 @@ export function runStateBackendContract(name: string, create: BackendFactory): v
       }
 
       const keys = ['a', 'b', 'c', 3, 4, 'longer key'];
+      const indexOfKey = (key: Key): number => keys.indexOf(key as never);
 
-      it('is organised by key group', () => {
+      it('is organised by key group', async () => {
         const b = backend();
         fill(b, keys);
-        const snapshot = (b.snapshot() as KeyedStateSnapshot);
+        const snapshot = await snapshotOf(b);
         expect(snapshot.maxParallelism).toBe(MAX_PARALLELISM);
-        const groups = snapshot.keyGroups.map((g) => g.keyGroup);
-        expect(new Set(groups)).toEqual(new Set(keys.map((k) => keyGroupOf(k, MAX_PARALLELISM))));
-        for (const group of snapshot.keyGroups) {
-          for (const entries of Object.values(group.states)) {
-            for (const [key] of entries) expect(keyGroupOf(key, MAX_PARALLELISM)).toBe(group.keyGroup);
+        const groups = await entriesOf(snapshot, store);
+        expect(new Set(groups.keys())).toEqual(new Set(keys.map((k) => keyGroupOf(k, MAX_PARALLELISM))));
+        for (const [keyGroup, byState] of groups) {
+          for (const entries of byState.values()) {
+            for (const [key] of entries) expect(keyGroupOf(key, MAX_PARALLELISM)).toBe(keyGroup);
           }
         }
       });
 
-      it('is not changed by later writes', () => {
+      it('is not changed by later writes', async () => {
         const b = backend();
         fill(b, keys);
-        const snapshot = (b.snapshot() as KeyedStateSnapshot);
+        const snapshot = await snapshotOf(b);
         const frozen = structuredClone(snapshot);
         const v = b.getValueState(valueState<string>('v'));
         const l = b.getListState(listState<number>('l'));
@@ -641,25 +702,52 @@ export function runStateBackendContract(name: string, create: BackendFactory): v
         m.remove('i');
         b.setCurrentKey('new key');
         v.update('new');
+        // A second snapshot must not change what the first one restores to.
+        await snapshotOf(b);
         expect(snapshot).toEqual(frozen);
+        const restored = backend();
+        await restore(restored, [snapshot]);
+        expectFilled(restored, keys, indexOfKey);
+        expect(restored.keys('v', '').length).toBe(keys.length);
       });
 
-      it('restores into a fresh backend, whether handles are created before or after restore', () => {
+      it('a snapshot taken before an async phase of an earlier one completes keeps its own state', async () => {
+        const b = backend();
+        const v = b.getValueState(valueState<number>('v'));
+        b.setCurrentKey('a');
+        v.update(1);
+        const first = b.snapshot();
+        v.update(2);
+        const second = b.snapshot();
+        v.update(3);
+        const done1 = isPendingKeyedSnapshot(first) ? await first.complete(store) : first;
+        const done2 = isPendingKeyedSnapshot(second) ? await second.complete(store) : second;
+        for (const [handle, expected] of [
+          [done1, 1],
+          [done2, 2],
+        ] as const) {
+          const r = backend();
+          await restore(r, [handle]);
+          r.setCurrentKey('a');
+          expect(r.getValueState(valueState<number>('v')).value()).toBe(expected);
+        }
+      });
+
+      it('restores into a fresh backend, whether handles are created before or after restore', async () => {
         const b = backend();
         fill(b, keys);
-        const snapshot = (b.snapshot() as KeyedStateSnapshot);
-        const indexOf = (key: Key): number => keys.indexOf(key as never);
+        const snapshot = await snapshotOf(b);
 
         const late = backend();
-        late.restore([snapshot]);
+        await restore(late, [snapshot]);
         expect(late.entryCount()).toBe(b.entryCount());
-        expectFilled(late, keys, indexOf);
+        expectFilled(late, keys, indexOfKey);
 
         const early = backend();
         early.getListState(listState<number>('l'));
         early.getMapState(mapState<string, number>('m'));
-        early.restore([snapshot]);
-        expectFilled(early, keys, indexOf);
+        await restore(early, [snapshot]);
+        expectFilled(early, keys, indexOfKey);
 
         // Restored state is independent of the snapshot object it came from.
         const frozen = structuredClone(snapshot);
@@ -672,71 +760,119 @@ export function runStateBackendContract(name: string, create: BackendFactory): v
         expect(snapshot).toEqual(frozen);
       });
 
-      it('survives a structured-clone round trip (plain data)', () => {
+      it('survives a structured-clone round trip (plain data)', async () => {
         const b = backend();
         fill(b, keys);
-        const copy = structuredClone((b.snapshot() as KeyedStateSnapshot)) as KeyedStateSnapshot;
+        const copy = structuredClone(await snapshotOf(b));
         const restored = backend();
-        restored.restore([copy]);
-        expectFilled(restored, keys, (key) => keys.indexOf(key as never));
+        await restore(restored, [copy]);
+        expectFilled(restored, keys, indexOfKey);
       });
 
-      it('an unregistered restored state survives another snapshot', () => {
+      it('an unregistered restored state survives another snapshot', async () => {
         const b = backend();
         fill(b, keys);
         const second = backend();
-        second.restore([(b.snapshot() as KeyedStateSnapshot)]);
+        await restore(second, [await snapshotOf(b)]);
         const third = backend();
-        third.restore([(second.snapshot() as KeyedStateSnapshot)]);
-        expectFilled(third, keys, (key) => keys.indexOf(key as never));
+        await restore(third, [await snapshotOf(second)]);
+        expectFilled(third, keys, indexOfKey);
       });
 
-      it('rejects a snapshot with another maxParallelism', () => {
+      it('keeps values that msgpack and structured clone distinguish', async () => {
+        const b = backend();
+        const v = b.getValueState(valueState<unknown>('v'));
+        const value = { map: new Map<unknown, unknown>([[1, 'one'], ['1', 'string one']]), set: new Set([1, 2]), date: new Date(5), nothing: undefined, big: 2n ** 70n };
+        b.setCurrentKey('k');
+        v.update(value);
+        b.setCurrentKey(7);
+        v.update([null, -1.5, Number.NaN, Number.POSITIVE_INFINITY, 'text']);
+        const restored = backend();
+        await restore(restored, [await snapshotOf(b)]);
+        const rv = restored.getValueState(valueState<unknown>('v'));
+        restored.setCurrentKey('k');
+        expect(rv.value()).toEqual(value);
+        restored.setCurrentKey(7);
+        expect(rv.value()).toEqual([null, -1.5, Number.NaN, Number.POSITIVE_INFINITY, 'text']);
+        restored.setCurrentKey('7');
+        expect(rv.value()).toBeUndefined();
+      });
+
+      it('rejects a snapshot with another maxParallelism', async () => {
         const b = backend({ start: 0, end: 63 }, 64);
         const other = backend();
         fill(other, keys);
-        expect(() => b.restore([(other.snapshot() as KeyedStateSnapshot)])).toThrow(ConfigError);
+        const snapshot = await snapshotOf(other);
+        await expect(Promise.resolve().then(() => restore(b, [snapshot]))).rejects.toThrow(ConfigError);
         expect(b.entryCount()).toBe(0);
       });
 
-      it('rescales from parallelism 2 to 3: every key is restored exactly where its key group lives', () => {
-        const allKeys: Key[] = [];
-        for (let i = 0; i < 300; i++) allKeys.push(i % 3 === 0 ? i : `key-${i}`);
-        const indexOf = (key: Key): number => allKeys.indexOf(key);
-        const subtaskOf = (key: Key, parallelism: number): number => {
-          const kg = keyGroupOf(key, MAX_PARALLELISM);
-          for (let s = 0; s < parallelism; s++) {
-            if (keyGroupRangeContains(keyGroupRangeForSubtask(s, parallelism, MAX_PARALLELISM), kg)) return s;
-          }
-          throw new Error('unreachable');
-        };
+      const allKeys: Key[] = [];
+      for (let i = 0; i < 300; i++) allKeys.push(i % 3 === 0 ? i : `key-${i}`);
+      const indexOfAll = (key: Key): number => allKeys.indexOf(key);
+      const subtaskOf = (key: Key, parallelism: number): number => {
+        const kg = keyGroupOf(key, MAX_PARALLELISM);
+        for (let s = 0; s < parallelism; s++) {
+          if (keyGroupRangeContains(keyGroupRangeForSubtask(s, parallelism, MAX_PARALLELISM), kg)) return s;
+        }
+        throw new Error('unreachable');
+      };
 
-        const before = [0, 1].map((s) => backend(keyGroupRangeForSubtask(s, 2, MAX_PARALLELISM)));
-        for (const [s, b] of before.entries()) fill(b, allKeys.filter((k) => subtaskOf(k, 2) === s), indexOf);
-        const snapshots = before.map((b) => (b.snapshot() as KeyedStateSnapshot));
+      /** Fills `from` subtasks, snapshots them, restores every snapshot into `to` subtasks and checks each key. */
+      async function rescale(from: number, to: number, source = create, target = create): Promise<void> {
+        const before = Array.from({ length: from }, (_, s) => backend(keyGroupRangeForSubtask(s, from, MAX_PARALLELISM), MAX_PARALLELISM, source));
+        for (const [s, b] of before.entries()) fill(b, allKeys.filter((k) => subtaskOf(k, from) === s), indexOfAll);
+        const snapshots: KeyedStateHandle[] = [];
+        for (const b of before) snapshots.push(await snapshotOf(b));
 
-        const after = [0, 1, 2].map((s) => backend(keyGroupRangeForSubtask(s, 3, MAX_PARALLELISM)));
-        for (const b of after) b.restore(snapshots);
+        const after = Array.from({ length: to }, (_, s) => backend(keyGroupRangeForSubtask(s, to, MAX_PARALLELISM), MAX_PARALLELISM, target));
+        for (const b of after) await restore(b, snapshots);
 
         let total = 0;
         for (const [s, b] of after.entries()) {
-          const mine = allKeys.filter((k) => subtaskOf(k, 3) === s);
+          const mine = allKeys.filter((k) => subtaskOf(k, to) === s);
           expect(mine.length).toBeGreaterThan(0);
-          expectFilled(b, mine, indexOf);
+          expectFilled(b, mine, indexOfAll);
           total += b.entryCount();
           // Keys of other subtasks are not here: their key groups are outside the range.
           expect(new Set(b.keys('v', ''))).toEqual(new Set(mine));
         }
-        expect(total).toBe(before[0]!.entryCount() + before[1]!.entryCount());
+        expect(total).toBe(before.reduce((n, b) => n + b.entryCount(), 0));
+      }
+
+      it('rescales from parallelism 2 to 3: every key is restored exactly where its key group lives', async () => {
+        await rescale(2, 3);
       });
+
+      it('rescales two halves into one and one into two', async () => {
+        await rescale(2, 1);
+        await rescale(1, 2);
+      });
+
+      for (const [peerName, peer] of Object.entries(options.peers ?? {})) {
+        it(`exchanges snapshots with ${peerName}, both ways and rescaled`, async () => {
+          const b = backend();
+          fill(b, keys);
+          const intoPeer = backend(FULL_RANGE, MAX_PARALLELISM, peer);
+          await restore(intoPeer, [await snapshotOf(b)]);
+          expectFilled(intoPeer, keys, indexOfKey);
+          expect(intoPeer.entryCount()).toBe(b.entryCount());
+          const back = backend();
+          await restore(back, [await snapshotOf(intoPeer)]);
+          expectFilled(back, keys, indexOfKey);
+          expect(back.entryCount()).toBe(b.entryCount());
+          await rescale(2, 3, create, peer);
+          await rescale(3, 2, peer, create);
+        });
+      }
     });
 
-    it('dispose drops all state', () => {
+    it('dispose drops all state', async () => {
       const b = backend();
       const v = b.getValueState(valueState<number>('v'));
       b.setCurrentKey('a');
       v.update(1);
-      b.dispose();
+      await b.dispose();
       expect(b.entryCount()).toBe(0);
     });
   });

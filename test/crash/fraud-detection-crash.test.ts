@@ -87,6 +87,11 @@ function jobArgs(a: JobArgs): string[] {
   ];
 }
 
+/** Flags selecting the state backend; RocksDB keeps its state beside the scenario's checkpoints. */
+function backendArgs(backend: 'memory' | 'rocksdb', checkpoints: string): string[] {
+  return backend === 'memory' ? [] : ['--state-backend', 'rocksdb', '--state-dir', join(checkpoints, '..', 'state')];
+}
+
 /** Re-runs the identical command, uninterrupted, until it exits 0 (a few tries); returns the successful run. */
 async function rerunUntilSuccess(args: readonly string[], history: ChildRun[]): Promise<ChildRun> {
   for (let i = 0; i < 3; i++) {
@@ -134,7 +139,13 @@ describe('fraud-detection: SIGKILL at random moments, then the identical command
   });
 
   // Seeds choose parallelism, checkpoint interval, how many kills in a row and when.
-  it.each([1, 2, 3, 4, 5, 6, 7, 8, 9, 10])('seed %i: every window total exactly once', async (seed) => {
+  it.each([1, 2, 3, 4, 5, 6, 7, 8, 9, 10])('seed %i: every window total exactly once', (seed) => killAndRerun(seed, 'memory'));
+  // The same with keyed state in RocksDB (incremental checkpoints, local recovery from the state directory).
+  it.each([21, 22, 23, 24, 25, 26])('seed %i, --state-backend rocksdb: every window total exactly once', (seed) =>
+    killAndRerun(seed, 'rocksdb'),
+  );
+
+  async function killAndRerun(seed: number, backend: 'memory' | 'rocksdb'): Promise<void> {
     const next = random(seed * 7919);
     const parallelism = 1 + (seed % 2);
     const intervalMs = 50 + Math.floor(next() * 151);
@@ -144,28 +155,29 @@ describe('fraud-detection: SIGKILL at random moments, then the identical command
     // to do, so a later kill may come after its end (then the next run restores the final checkpoint and finishes).
     const delays = Array.from({ length: kills }, () => Math.max(50, Math.floor(flowMs + (endMs - flowMs) * (next() * 1.2 - 0.25))));
     let dirs = scenario(`seed-${seed}`);
+    const extra = backendArgs(backend, dirs.checkpoints);
     const history: ChildRun[] = [];
     // The first kill must hit a running job, or the seed tests nothing: on a machine fast enough to finish first,
     // start over with half the delay.
     for (let first = delays[0]!; ; first = Math.floor(first / 2)) {
-      const run = await runChild(jobArgs({ ...dirs, intervalMs, parallelism }), { killAfterMs: first });
+      const run = await runChild(jobArgs({ ...dirs, intervalMs, parallelism, extra }), { killAfterMs: first });
       history.push(run);
       if (run.killedByTest) break;
       expect(run.code, describeHistory(history)).toBe(0);
       expect(first, describeHistory(history)).toBeGreaterThan(50);
       dirs = scenario(`seed-${seed}`);
     }
-    const args = jobArgs({ ...dirs, intervalMs, parallelism });
+    const args = jobArgs({ ...dirs, intervalMs, parallelism, extra: backendArgs(backend, dirs.checkpoints) });
     for (const killAfterMs of delays.slice(1)) {
       const run = await runChild(args, { killAfterMs });
       history.push(run);
       if (!run.killedByTest) expect(run.code, describeHistory(history)).toBe(0);
     }
     const final = await rerunUntilSuccess(args, history);
-    const context = `seed ${seed}, parallelism ${parallelism}, interval ${intervalMs} ms, kills after ${delays.join(', ')} ms\n${describeHistory(history)}`;
+    const context = `seed ${seed}, ${backend}, parallelism ${parallelism}, interval ${intervalMs} ms, kills after ${delays.join(', ')} ms\n${describeHistory(history)}`;
     expect(final.code, context).toBe(0);
     expectExactOutput(dirs.output, reference, context);
-  });
+  }
 });
 
 describe('fraud-detection: SIGKILL at each point of the checkpoint protocol (SLUICE_CRASH_AT)', () => {
@@ -242,9 +254,11 @@ describe('fraud-detection: SIGKILL at each point of the checkpoint protocol (SLU
     },
   ];
 
-  it.each(cases)('$point (parallelism $parallelism, interval $intervalMs ms)', async (c) => {
+  const rocksdbCases = cases.map((c) => ({ ...c, backend: 'rocksdb' as const }));
+  it.each([...cases.map((c) => ({ ...c, backend: 'memory' as const })), ...rocksdbCases])('$point (parallelism $parallelism, interval $intervalMs ms, $backend)', async (c) => {
     const dirs = scenario(c.point.replace(':', '-'));
-    const args = jobArgs({ ...dirs, job: c.job, intervalMs: c.intervalMs, parallelism: c.parallelism, extra: c.extra });
+    const extra = [...(c.extra ?? []), ...backendArgs(c.backend, dirs.checkpoints)];
+    const args = jobArgs({ ...dirs, job: c.job, intervalMs: c.intervalMs, parallelism: c.parallelism, extra });
     const crashed = await runChild(args, { env: { SLUICE_CRASH_AT: c.point } });
     const history: ChildRun[] = [crashed];
     expect(crashed.signal, describeHistory(history)).toBe('SIGKILL');

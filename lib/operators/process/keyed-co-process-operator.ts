@@ -21,9 +21,13 @@ export class KeyedCoProcessOperator<K extends Key, IN1, IN2, OUT>
     super(name, fn);
   }
 
-  processBatch(batch: RecordBatch<IN1 | IN2>, input: number): void {
-    if (input === 0) this.processInput(batch as RecordBatch<IN1>, this.keySelector1, this.fn.processElement1);
-    else this.processInput(batch as RecordBatch<IN2>, this.keySelector2, this.fn.processElement2);
+  processBatch(batch: RecordBatch<IN1 | IN2>, input: number): void | Promise<void> {
+    if (input === 0) {
+      const first = batch as RecordBatch<IN1>;
+      return this.withKeysOf(first.values, this.keySelector1, () => this.processInput(first, this.keySelector1, this.fn.processElement1));
+    }
+    const second = batch as RecordBatch<IN2>;
+    return this.withKeysOf(second.values, this.keySelector2, () => this.processInput(second, this.keySelector2, this.fn.processElement2));
   }
 
   private processInput<V>(

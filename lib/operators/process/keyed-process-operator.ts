@@ -15,7 +15,11 @@ export class KeyedProcessOperator<K extends Key, IN, OUT> extends KeyedProcessBa
     super(name, fn);
   }
 
-  processBatch(batch: RecordBatch<IN>): void {
+  processBatch(batch: RecordBatch<IN>): void | Promise<void> {
+    return this.withKeysOf(batch.values, this.keySelector, () => this.processElements(batch));
+  }
+
+  private processElements(batch: RecordBatch<IN>): void {
     const { values, timestamps } = batch;
     const fn = this.fn;
     const element = this.element;

@@ -12,7 +12,8 @@ import {
 import type { KeyedStateBackend } from '../../state/index.ts';
 import type { Operator, OperatorContext } from '../operator.ts';
 import type { Output } from '../output.ts';
-import type { InternalTimerService } from '../timer-service.ts';
+import { prefetchBatchKeys, prefetchTimerKeys } from '../joins/prefetch.ts';
+import type { InternalTimerService, Timer } from '../timer-service.ts';
 import { LateRecords } from './late-records.ts';
 import { SessionWindowLogic } from './session-window-logic.ts';
 import { SlicedWindowLogic } from './sliced-window-logic.ts';
@@ -156,7 +157,14 @@ class KeyedWindowOperator<IN, K extends Key, OUT> implements WindowOperator<IN, 
     return this.ctx.clock.now();
   }
 
-  processBatch(batch: RecordBatch<IN>): void {
+  /** Reads the batch's keys ahead first when the backend keeps state off the heap (KeyedStateBackend.prefetch). */
+  processBatch(batch: RecordBatch<IN>): void | Promise<void> {
+    const pending = prefetchBatchKeys(this.backend, batch.values, this.spec.keySelector);
+    if (pending === undefined) this.processElements(batch);
+    else return pending.then(() => this.processElements(batch));
+  }
+
+  private processElements(batch: RecordBatch<IN>): void {
     const values = batch.values;
     const timestamps = batch.timestamps;
     const n = values.length;
@@ -191,41 +199,63 @@ class KeyedWindowOperator<IN, K extends Key, OUT> implements WindowOperator<IN, 
     this.flush();
   }
 
-  processWatermark(timestamp: number): void {
+  processWatermark(timestamp: number): void | Promise<void> {
+    let pending: void | Promise<void> = undefined;
     if (timestamp > this.watermark) {
       this.watermark = timestamp;
-      if (this.isEventTime) this.fireDueTimers(timestamp);
+      if (this.isEventTime) pending = this.fireDueTimers(timestamp);
     }
-    this.flush();
-    this.output.emitWatermark(timestamp);
+    const finish = (): void => {
+      this.flush();
+      this.output.emitWatermark(timestamp);
+    };
+    if (pending === undefined) finish();
+    else return pending.then(finish);
   }
 
-  onProcessingTime(time: number): void {
+  onProcessingTime(time: number): void | Promise<void> {
     if (this.isEventTime) return;
-    this.fireDueTimers(time);
-    this.windowTimers.requestNextWakeup();
-    this.flush();
+    const finish = (): void => {
+      this.windowTimers.requestNextWakeup();
+      this.flush();
+    };
+    const pending = this.fireDueTimers(time);
+    if (pending === undefined) finish();
+    else return pending.then(finish);
   }
 
   /** The job is ending: processing-time windows fire now; event-time ones fired at the final watermark. */
-  endInput(): void {
+  endInput(): void | Promise<void> {
     if (this.isEventTime) return;
-    this.fireDueTimers(Number.POSITIVE_INFINITY);
-    this.flush();
+    const pending = this.fireDueTimers(Number.POSITIVE_INFINITY);
+    if (pending === undefined) this.flush();
+    else return pending.then(() => this.flush());
   }
 
-  private fireDueTimers(limit: number): void {
+  /** Fires due timers round by round; a round whose keys must be read first continues once they are. */
+  private fireDueTimers(limit: number): void | Promise<void> {
     const timers = this.timerService;
+    for (;;) {
+      const due = this.isEventTime ? timers.popEventTimeTimers(limit) : timers.popProcessingTimeTimers(limit);
+      if (due.length === 0) return;
+      const pending = prefetchTimerKeys(this.backend, due);
+      if (pending !== undefined) {
+        return pending.then(() => {
+          this.fireTimers(due);
+          return this.fireDueTimers(limit);
+        });
+      }
+      this.fireTimers(due);
+    }
+  }
+
+  private fireTimers(due: readonly Timer[]): void {
     const backend = this.backend;
     const logic = this.logic;
     try {
-      for (;;) {
-        const due = this.isEventTime ? timers.popEventTimeTimers(limit) : timers.popProcessingTimeTimers(limit);
-        if (due.length === 0) return;
-        for (const timer of due) {
-          backend.setCurrentKey(timer.key);
-          logic.onTimer(timer);
-        }
+      for (const timer of due) {
+        backend.setCurrentKey(timer.key);
+        logic.onTimer(timer);
       }
     } catch (err) {
       this.emitter.discard();

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { InternalError, systemClock, type BarrierElement } from '../../core/index.ts';
 import { buildPhysicalPlan } from '../../graph/physical-plan.ts';
@@ -72,7 +73,7 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
     thread: init.thread,
     threadOf: (subtask) => subtask,
     ports: new Map(Object.entries(init.ports)),
-    services: await createStateServices(init.stateBackend, plan.fingerprint.slice(0, 16)),
+    services: await createStateServices(init.stateBackend, jobKeyOf(plan.fingerprint)),
     clock: systemClock,
     checkpoints,
     attempt: init.attempt,
@@ -81,6 +82,11 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
   for (const barrier of early) tasks.forEach((t) => t.triggerCheckpoint(barrier));
   await runTasks(tasks);
   return { type: 'done', metrics: tasks.map((t) => t.metrics) };
+}
+
+/** Names the job's folder under the state directory: the same job graph finds its local state again. */
+function jobKeyOf(fingerprint: string): string {
+  return `job-${createHash('sha256').update(fingerprint).digest('hex').slice(0, 16)}`;
 }
 
 const init = workerData as WorkerInit;

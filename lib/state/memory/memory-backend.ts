@@ -6,11 +6,17 @@ import {
   type Key,
   type KeyGroupRange,
 } from '../../core/index.ts';
-import type {
-  KeyedStateBackend,
-  KeyedStateBackendOptions,
-  KeyedStateSnapshot,
-  KeyGroupSnapshot,
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  isFileKeyedStateSnapshot,
+  type FileKeyedStateSnapshot,
+  type KeyedStateBackend,
+  type KeyedStateBackendOptions,
+  type KeyedStateHandle,
+  type KeyedStateSnapshot,
+  type KeyGroupSnapshot,
+  type SharedStateStore,
 } from '../backend.ts';
 import type {
   AggregatingStateDescriptor,
@@ -39,6 +45,8 @@ import {
   ttlValueState,
   type TtlValue,
 } from '../ttl.ts';
+import { checkMaxParallelism } from '../files/handle-files.ts';
+import { readHandleEntries } from '../files/handle-entries.ts';
 import {
   MemoryAggregatingState,
   MemoryListState,
@@ -216,29 +224,46 @@ export class MemoryKeyedStateBackend implements KeyedStateBackend {
     return { maxParallelism: this.maxParallelism, keyGroups };
   }
 
-  restore(snapshots: readonly KeyedStateSnapshot[]): void {
+  /**
+   * Plain snapshots load synchronously; state files (the RocksDB backend's checkpoints and savepoints) are read
+   * through `store` and make this return a promise.
+   */
+  restore(snapshots: readonly KeyedStateHandle[], store?: SharedStateStore): void | Promise<void> {
+    for (const snapshot of snapshots) checkMaxParallelism(snapshot.maxParallelism, this.maxParallelism);
+    const files: FileKeyedStateSnapshot[] = [];
     for (const snapshot of snapshots) {
-      if (snapshot.maxParallelism !== this.maxParallelism) {
-        throw new ConfigError(
-          `cannot restore keyed state written with maxParallelism ${snapshot.maxParallelism} into a job with ` +
-            `maxParallelism ${this.maxParallelism}: key groups would not line up. Keep maxParallelism unchanged ` +
-            'across restores.',
-        );
+      if (isFileKeyedStateSnapshot(snapshot)) files.push(snapshot);
+      else this.restorePlain(snapshot);
+    }
+    if (files.length > 0) return this.restoreFiles(files, store);
+  }
+
+  private restorePlain(snapshot: KeyedStateSnapshot): void {
+    for (const group of snapshot.keyGroups) {
+      if (!keyGroupRangeContains(this.keyGroupRange, group.keyGroup)) continue;
+      const index = group.keyGroup - this.keyGroupRange.start;
+      for (const name of Object.keys(group.states)) {
+        for (const [key, namespace, value] of group.states[name] ?? []) this.loadEntry(name, index, key, namespace, value);
       }
     }
-    for (const snapshot of snapshots) {
-      for (const group of snapshot.keyGroups) {
-        if (!keyGroupRangeContains(this.keyGroupRange, group.keyGroup)) continue;
-        const index = group.keyGroup - this.keyGroupRange.start;
-        for (const name of Object.keys(group.states)) {
-          const table = this.tableFor(name);
-          const registration = this.registrations.get(name);
-          for (const [key, namespace, value] of group.states[name] ?? []) {
-            table.load(index, key, namespace, registration === undefined ? value : fromSnapshot(name, registration.kind, value));
-          }
-        }
-      }
+  }
+
+  private async restoreFiles(handles: readonly FileKeyedStateSnapshot[], store: SharedStateStore | undefined): Promise<void> {
+    const tempDir = join(tmpdir(), 'sluice-state-restore');
+    for (const handle of handles) {
+      await readHandleEntries(handle, store, this.keyGroupRange, tempDir, (keyGroup, key, entries) => {
+        const index = keyGroup - this.keyGroupRange.start;
+        // A file's row replaces everything earlier files held for the key.
+        for (const table of this.tables.values()) table.deleteKey(index, key);
+        if (entries !== undefined) for (const [name, namespace, value] of entries) this.loadEntry(name, index, key, namespace, value);
+      });
     }
+  }
+
+  private loadEntry(name: string, index: number, key: Key, namespace: Namespace, value: unknown): void {
+    const table = this.tableFor(name);
+    const registration = this.registrations.get(name);
+    table.load(index, key, namespace, registration === undefined ? value : fromSnapshot(name, registration.kind, value));
   }
 
   dispose(): void {

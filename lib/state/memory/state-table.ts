@@ -92,6 +92,11 @@ export class StateTable<V = unknown> {
     entries.set(namespace, value);
   }
 
+  /** Removes every entry of `key` in key group `index` (restore: a later state file replaces the key's state). */
+  deleteKey(index: number, key: Key): void {
+    this.groups[index]?.delete(key);
+  }
+
   /** Rewrites every stored value in place (format conversion after restore). */
   convertAll(convert: (value: V) => V): void {
     for (const byKey of this.groups) {

@@ -1,0 +1,626 @@
+import {
+  ConfigError,
+  InternalError,
+  keyGroupOf,
+  type Key,
+  type KeyGroupRange,
+} from '../../core/index.ts';
+import {
+  isFileKeyedStateSnapshot,
+  type FileKeyedStateSnapshot,
+  type KeyedStateBackend,
+  type KeyedStateBackendOptions,
+  type KeyedStateHandle,
+  type PendingKeyedSnapshot,
+  type SharedStateStore,
+} from '../backend.ts';
+import type {
+  AggregatingStateDescriptor,
+  ListStateDescriptor,
+  MapStateDescriptor,
+  ReducingStateDescriptor,
+  StateDescriptor,
+  ValueStateDescriptor,
+} from '../descriptors.ts';
+import { checkMaxParallelism } from '../files/handle-files.ts';
+import { decodeGroupKey } from '../files/key-bytes.ts';
+import { decodeRow } from '../files/row-codec.ts';
+import type {
+  InternalAggregatingState,
+  InternalListState,
+  InternalMapState,
+  InternalReducingState,
+  InternalValueState,
+  Namespace,
+} from '../keyed-state.ts';
+import {
+  ttlAggregatingState,
+  ttlListState,
+  ttlMapState,
+  ttlReducingState,
+  ttlValueState,
+  type TtlPolicy,
+  type TtlValue,
+} from '../ttl.ts';
+import { RocksDb, type RocksDbOpenOptions } from './binding.ts';
+import {
+  CachedAggregatingState,
+  CachedListState,
+  CachedMapState,
+  CachedReducingState,
+  CachedValueState,
+  type CurrentRow,
+} from './cached-handles.ts';
+import { CheckpointChain } from './checkpoint-chain.ts';
+import { EpochLog } from './epoch-log.ts';
+import { IncrementalCheckpoints } from './incremental-checkpoints.ts';
+import { LocalStateDirs, scopeName, type RocksDbScope } from './local-dirs.ts';
+import { findRecoverableDb } from './local-recovery.ts';
+import { DbRestorer } from './restore-into-db.ts';
+import { Row } from './row.ts';
+import { RowCache } from './row-cache.ts';
+import { SealBatch } from './seal-batch.ts';
+import { decodeStoredRow, encodeLiveRow, slotToLive } from './row-forms.ts';
+import { emptyMetrics, type RocksDbStateMetrics } from './rocksdb-metrics.ts';
+import { compileRocksDbStateOptions, type CompiledRocksDbStateOptions, type RocksDbStateOptions } from './rocksdb-options.ts';
+import { StateDb, type LookedUp } from './state-db.ts';
+import { StateRegistry } from './state-registry.ts';
+
+export interface RocksDbKeyedStateBackendOptions extends KeyedStateBackendOptions {
+  /** Backend settings (compiled once by the composition root; raw options are compiled here). */
+  readonly rocksdb?: CompiledRocksDbStateOptions | RocksDbStateOptions;
+  /** The operator subtask served: names the local directory. Without it, a unique directory (no local recovery). */
+  readonly scope?: RocksDbScope;
+}
+
+/**
+ * Keyed state in an embedded RocksDB database behind a bounded write-behind cache (design: docs/state.md).
+ *
+ * - All state of one key is one cached Row and one RocksDB value, keyed keyGroup | key, so one multi-get reads
+ *   the misses of a whole input batch (`prefetch`) and a key-group range is one scan.
+ * - Changed rows are written on eviction (to the current overflow epoch) and at every checkpoint's synchronous
+ *   phase, which seals the epoch together with a recovery marker; files are written in the asynchronous phase
+ *   (IncrementalCheckpoints): changelog segments plus periodic materialisations.
+ * - Access is synchronous like the memory backend's: a key that was not prefetched is read with one synchronous
+ *   multi-get (counted in `metrics.syncReads`), never guessed.
+ *
+ * Values follow the memory backend's rules: treat them as immutable once in state (a value may be written to
+ * RocksDB and read back as a copy at any eviction).
+ */
+export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow {
+  readonly keyGroupRange: KeyGroupRange;
+  readonly maxParallelism: number;
+  readonly options: CompiledRocksDbStateOptions;
+
+  private readonly now: () => number;
+  private readonly dirs: LocalStateDirs;
+  private dbDir: string;
+  private readonly openOptions: RocksDbOpenOptions;
+  private sdb: StateDb | undefined;
+  private openError: unknown;
+  private readonly ready: Promise<StateDb>;
+  /** Writes made before the database finished opening, applied in order when it does. */
+  private readonly beforeOpen: ((sdb: StateDb) => void)[] = [];
+  private readonly cache = new RowCache();
+  private current: Row | undefined;
+  private readonly registry: StateRegistry;
+  private readonly epochs = new EpochLog();
+  private readonly checkpoints: IncrementalCheckpoints;
+  /** Entries held by the database (all layers), excluding the not yet written changes of dirty cached rows. */
+  private dbEntries = 0;
+  /** Rows were written to the database (a fresh one holds none, so its misses need no read). */
+  private hasStored = false;
+  private fresh = true;
+  private localIds = -1;
+  private readonly slack: number;
+  private readonly unscoped: boolean;
+  private candidatesReleased = false;
+  private rejectedCandidates: string[] = [];
+  private disposed = false;
+  private disposing: Promise<void> | undefined;
+  private readonly counters = emptyMetrics();
+  /** The last checkpoint's SealBatch flush (each waits for the one before). */
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(options: RocksDbKeyedStateBackendOptions) {
+    const { keyGroupRange, maxParallelism } = options;
+    if (!Number.isInteger(maxParallelism) || maxParallelism < 1) {
+      throw new ConfigError(`maxParallelism must be a positive integer, got ${maxParallelism}`);
+    }
+    if (
+      !Number.isInteger(keyGroupRange.start) ||
+      !Number.isInteger(keyGroupRange.end) ||
+      keyGroupRange.start < 0 ||
+      keyGroupRange.end < keyGroupRange.start ||
+      keyGroupRange.end >= maxParallelism
+    ) {
+      throw new ConfigError(
+        `key group range [${keyGroupRange.start}, ${keyGroupRange.end}] is not within [0, ${maxParallelism - 1}]`,
+      );
+    }
+    this.keyGroupRange = { start: keyGroupRange.start, end: keyGroupRange.end };
+    this.maxParallelism = maxParallelism;
+    this.now = options.now;
+    const raw = options.rocksdb ?? {};
+    this.options = isCompiled(raw) ? raw : compileRocksDbStateOptions(raw);
+    this.slack = this.options.cacheMaxKeys >> 3;
+    this.registry = new StateRegistry(this.now);
+    this.openOptions = {
+      blockCacheBytes: this.options.blockCacheBytes,
+      writeBufferBytes: this.options.writeBufferBytes,
+      compression: this.options.compression,
+    };
+    this.dirs = new LocalStateDirs(this.options.stateDir, options.scope);
+    this.unscoped = options.scope === undefined;
+    this.dbDir = this.dirs.newDatabaseDir();
+    const prefix = `ks-${options.scope === undefined ? 'unscoped' : scopeName(options.scope)}-${this.dirs.instanceId}`;
+    this.checkpoints = new IncrementalCheckpoints({
+      database: () => this.database(),
+      epochs: this.epochs,
+      registry: this.registry,
+      keyGroupRange: this.keyGroupRange,
+      maxParallelism,
+      limits: this.options,
+      tempDir: this.dirs.temp,
+      filePrefix: prefix,
+      metrics: this.counters,
+      isDisposed: () => this.disposed,
+    });
+    this.ready = RocksDb.open(this.dbDir, this.openOptions).then(
+      (db) => this.opened(db),
+      (err: unknown) => {
+        this.openError = err;
+        throw err;
+      },
+    );
+    // Failures surface on the next use; the promise must not count as unhandled meanwhile.
+    this.ready.catch(() => undefined);
+  }
+
+  // ---- current key -------------------------------------------------------------------------------------------
+
+  setCurrentKey(key: Key): void {
+    const current = this.current;
+    if (current !== undefined && current.key === key) return;
+    const row = this.cache.get(key);
+    if (row === undefined) this.readMissing(key);
+    else this.current = row;
+  }
+
+  getCurrentKey(): Key {
+    return this.currentRow().key;
+  }
+
+  getCurrentKeyGroup(): number {
+    return this.currentRow().keyGroup;
+  }
+
+  currentRow(): Row {
+    const row = this.current;
+    if (row === undefined) throw new InternalError('keyed state was accessed before a current key was set');
+    return row;
+  }
+
+  /** See KeyedStateBackend.prefetch: one multi-get for every key of `keys` that is not cached. */
+  prefetch(keys: readonly Key[]): void | Promise<void> {
+    let missing: Map<Key, Row> | undefined;
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i] as Key;
+      if (this.cache.has(key) || missing?.has(key) === true) continue;
+      const keyGroup = keyGroupOf(key, this.maxParallelism);
+      if (keyGroup < this.keyGroupRange.start || keyGroup > this.keyGroupRange.end) continue;
+      (missing ??= new Map()).set(key, new Row(key, keyGroup));
+    }
+    if (missing === undefined) return;
+    this.checkUsable();
+    this.startedProcessing();
+    this.evict(this.cache.size + missing.size - this.options.cacheMaxKeys);
+    const sdb = this.sdb;
+    if (sdb === undefined || !this.mayHaveRows()) {
+      // Nothing stored yet (a fresh database, possibly still opening): every missing key is known to be absent.
+      for (const row of missing.values()) this.cache.insert(row);
+      return;
+    }
+    const rows = [...missing.values()];
+    const groupKeys = rows.map((r) => r.groupKey());
+    this.counters.prefetchReads++;
+    this.counters.prefetchedKeys += rows.length;
+    return sdb.read(groupKeys, this.epochs.lookupEpochs()).then((found) => {
+      if (this.disposed) return;
+      for (let i = 0; i < rows.length; i++) {
+        const row = rows[i] as Row;
+        if (!this.cache.has(row.key)) this.cache.insert(this.rowFrom(row, found[i] as LookedUp));
+      }
+    });
+  }
+
+  // ---- state handles -----------------------------------------------------------------------------------------
+
+  getValueState<T>(descriptor: ValueStateDescriptor<T>): InternalValueState<T> {
+    return this.register(descriptor, (id, ttl) =>
+      ttl === undefined ? new CachedValueState<T>(this, id) : ttlValueState(new CachedValueState<TtlValue<T>>(this, id), ttl),
+    );
+  }
+
+  getListState<T>(descriptor: ListStateDescriptor<T>): InternalListState<T> {
+    return this.register(descriptor, (id, ttl) =>
+      ttl === undefined ? new CachedListState<T>(this, id) : ttlListState(new CachedListState<TtlValue<T>>(this, id), ttl),
+    );
+  }
+
+  getMapState<UK extends Key, V>(descriptor: MapStateDescriptor<UK, V>): InternalMapState<UK, V> {
+    return this.register(descriptor, (id, ttl) =>
+      ttl === undefined ? new CachedMapState<UK, V>(this, id) : ttlMapState(new CachedMapState<UK, TtlValue<V>>(this, id), ttl),
+    );
+  }
+
+  getReducingState<T>(descriptor: ReducingStateDescriptor<T>): InternalReducingState<T> {
+    return this.register(descriptor, (id, ttl) =>
+      ttl === undefined
+        ? new CachedReducingState<T>(this, id, descriptor.reduce)
+        : ttlReducingState(new CachedValueState<TtlValue<T>>(this, id), descriptor.reduce, ttl),
+    );
+  }
+
+  getAggregatingState<IN, ACC, OUT>(
+    descriptor: AggregatingStateDescriptor<IN, ACC, OUT>,
+  ): InternalAggregatingState<IN, ACC, OUT> {
+    return this.register(descriptor, (id, ttl) =>
+      ttl === undefined
+        ? new CachedAggregatingState<IN, ACC, OUT>(this, id, descriptor.aggregate)
+        : ttlAggregatingState(new CachedValueState<TtlValue<ACC>>(this, id), descriptor.aggregate, ttl),
+    );
+  }
+
+  // ---- queries -----------------------------------------------------------------------------------------------
+
+  /** Scans the database (every key with state), so it costs a full read: for rare, whole-state operations. */
+  keys(stateName: string, namespace: Namespace): Key[] {
+    const info = this.registry.get(stateName);
+    if (info === undefined) return [];
+    const out: Key[] = [];
+    for (const row of this.cache.values()) if (row.slot(info.id)?.has(namespace) === true) out.push(row.key);
+    const sdb = this.sdb;
+    if (sdb === undefined || !this.mayHaveRows()) return out;
+    const view = sdb.view(this.epochs.epochsUpTo(this.epochs.current), true);
+    try {
+      while (view.next()) {
+        if (view.value.length === 0) continue;
+        const key = decodeGroupKey(view.groupKey);
+        if (this.cache.has(key)) continue;
+        const flat = decodeRow(view.value, this.dbDir);
+        for (let i = 0; i < flat.length; i += 3) {
+          if (flat[i] === info.id && flat[i + 1] === namespace) {
+            out.push(key);
+            break;
+          }
+        }
+      }
+    } finally {
+      view.close();
+    }
+    return out;
+  }
+
+  entryCount(): number {
+    let count = this.dbEntries;
+    for (const row of this.cache.values()) if (row.dirty) count += row.entryCount() - row.stored;
+    return count;
+  }
+
+  metrics(): RocksDbStateMetrics {
+    return { ...this.counters, cachedKeys: this.cache.size };
+  }
+
+  /** The error of the last failed background materialisation or promotion, if any (they are retried). */
+  get lastBackgroundError(): unknown {
+    return this.checkpoints.lastBackgroundError;
+  }
+
+  /** Resolves once the database is open and background materialisation and promotion have nothing left to do. */
+  async whenIdle(): Promise<void> {
+    await this.ready;
+    await this.checkpoints.idle();
+  }
+
+  /** The database directory in use (tests, tooling). */
+  get directory(): string {
+    return this.dbDir;
+  }
+
+  // ---- checkpoints -------------------------------------------------------------------------------------------
+
+  /**
+   * The synchronous phase: writes every dirty cached row into the current epoch together with the recovery marker
+   * of `checkpointId` (one atomic batch) and seals the epoch. Returns the asynchronous rest, which writes the
+   * files (see IncrementalCheckpoints). Without an id (tests), a local negative id is used.
+   */
+  snapshot(checkpointId?: number, savepoint = false): PendingKeyedSnapshot {
+    this.checkUsable();
+    this.startedProcessing();
+    const id = checkpointId ?? this.localIds--;
+    const epoch = this.epochs.current;
+    // Copy-on-write: the dirty rows are only marked here; SealBatch writes them (as they are now) afterwards.
+    const seal = new SealBatch(epoch, (row) => encodeLiveRow(row, this.registry));
+    for (const row of this.cache.values()) {
+      if (!row.dirty) continue;
+      row.dirty = false;
+      const entries = row.entryCount();
+      this.dbEntries += entries - row.stored;
+      row.stored = entries;
+      if (entries === 0 && !row.inDb) continue;
+      if (entries > 0) row.inDb = true;
+      seal.add(row);
+    }
+    if (seal.size > 0) this.hasStored = true;
+    this.counters.writtenRows += seal.size;
+    const marker = {
+      checkpointId: id,
+      sealedEpoch: epoch,
+      keyGroupStart: this.keyGroupRange.start,
+      keyGroupEnd: this.keyGroupRange.end,
+      maxParallelism: this.maxParallelism,
+      entryCount: this.dbEntries,
+    };
+    this.epochs.wrote(seal.size);
+    this.epochs.seal(id);
+    // Seals are written in order: a marker may only claim a database that holds every earlier seal too.
+    const flushed = this.flushing.then(async () => seal.flush(await this.database(), marker, () => this.disposed));
+    this.flushing = flushed;
+    flushed.catch(() => undefined);
+    return this.checkpoints.pending({
+      checkpointId: id,
+      savepoint,
+      sealedEpoch: epoch,
+      ttl: { states: this.registry.ttlStates(), now: this.now() },
+      flushed,
+    });
+  }
+
+  notifyCheckpointComplete(checkpointId: number): void {
+    if (this.disposed) return;
+    this.checkpoints.completed(checkpointId, this.sdb);
+  }
+
+  /**
+   * Loads the key groups of `snapshots` in this backend's range. A single file handle of exactly this range is
+   * first looked for in the local directory (local recovery: no download); otherwise files are read through
+   * `store` into the main area, and plain snapshots are converted. Must come before any state access.
+   */
+  async restore(snapshots: readonly KeyedStateHandle[], store?: SharedStateStore): Promise<void> {
+    this.checkUsable();
+    for (const snapshot of snapshots) checkMaxParallelism(snapshot.maxParallelism, this.maxParallelism);
+    if (!this.fresh || this.cache.size > 0 || this.epochs.hasRows()) {
+      throw new InternalError('keyed state can only be restored into a backend that has not been used yet');
+    }
+    if (snapshots.length === 0) return;
+    await this.ready;
+    const only = snapshots.length === 1 ? snapshots[0] : undefined;
+    const exact = only !== undefined && isFileKeyedStateSnapshot(only) && this.isOwnRange(only.keyGroupRange) ? only : undefined;
+    if (exact !== undefined && this.options.localRecovery && (await this.recoverLocally(exact, store))) return;
+    await this.restoreFromHandles(snapshots, store, exact);
+  }
+
+  async dispose(): Promise<void> {
+    if (this.disposing !== undefined) return this.disposing;
+    this.disposed = true;
+    this.cache.clear();
+    this.current = undefined;
+    this.dbEntries = 0;
+    this.disposing = (async () => {
+      await this.checkpoints.stop();
+      const sdb = await this.ready.catch(() => undefined);
+      this.sdb = undefined;
+      if (sdb !== undefined) await sdb.close().catch(() => undefined);
+      // Without a scope nobody can find the database again; otherwise it stays for local recovery unless disabled.
+      const remove = [this.dirs.temp, ...this.rejectedCandidates];
+      if (this.unscoped) remove.push(this.dirs.base);
+      else if (!this.options.localRecovery) remove.push(this.dbDir);
+      await LocalStateDirs.remove(remove);
+    })();
+    return this.disposing;
+  }
+
+  // ---- internals ---------------------------------------------------------------------------------------------
+
+  private opened(db: RocksDb): StateDb {
+    const sdb = new StateDb(db, db.location);
+    for (const write of this.beforeOpen.splice(0)) write(sdb);
+    this.sdb = sdb;
+    return sdb;
+  }
+
+  /** The database in use once open (local recovery may have replaced the one opened first). */
+  private async database(): Promise<StateDb> {
+    await this.ready;
+    if (this.sdb === undefined) throw new InternalError('the RocksDB keyed state backend was disposed');
+    return this.sdb;
+  }
+
+  private withDb(write: (sdb: StateDb) => void): void {
+    if (this.sdb !== undefined) write(this.sdb);
+    else this.beforeOpen.push(write);
+  }
+
+  private checkUsable(): void {
+    if (this.disposed) throw new InternalError('the RocksDB keyed state backend was used after dispose()');
+    if (this.openError !== undefined) {
+      throw new InternalError(`the RocksDB keyed state database in ${this.dbDir} could not be opened`, this.openError);
+    }
+  }
+
+  private mayHaveRows(): boolean {
+    return this.hasStored;
+  }
+
+  private isOwnRange(range: KeyGroupRange): boolean {
+    return range.start === this.keyGroupRange.start && range.end === this.keyGroupRange.end;
+  }
+
+  /** A key that was not prefetched becomes current: read now (one synchronous multi-get) or known absent. */
+  private readMissing(key: Key): void {
+    const keyGroup = keyGroupOf(key, this.maxParallelism);
+    if (keyGroup < this.keyGroupRange.start || keyGroup > this.keyGroupRange.end) {
+      throw new InternalError(
+        `key ${JSON.stringify(key)} belongs to key group ${keyGroup}, outside this subtask's range ` +
+          `[${this.keyGroupRange.start}, ${this.keyGroupRange.end}]: records were partitioned to the wrong subtask`,
+      );
+    }
+    this.checkUsable();
+    this.startedProcessing();
+    let row = new Row(key, keyGroup);
+    const sdb = this.sdb;
+    if (sdb !== undefined && this.mayHaveRows()) {
+      this.counters.syncReads++;
+      const [found] = sdb.readSync([row.groupKey()], this.epochs.lookupEpochs());
+      row = this.rowFrom(row, found as LookedUp);
+    }
+    this.cache.insert(row);
+    this.current = row;
+    if (this.cache.size > this.options.cacheMaxKeys + this.slack) this.evict(this.cache.size - this.options.cacheMaxKeys);
+  }
+
+  private rowFrom(placeholder: Row, found: LookedUp): Row {
+    if (found.value === undefined) {
+      placeholder.inDb = found.inDb;
+      return placeholder;
+    }
+    const row = decodeStoredRow(found.value, placeholder.key, placeholder.keyGroup, this.registry, this.dbDir);
+    row.setGroupKey(placeholder.groupKey());
+    return row;
+  }
+
+  /** Writes dirty victims to the current epoch and drops `count` rows from the cache (never the current one). */
+  private evict(count: number): void {
+    const sdb = this.sdb;
+    if (count <= 0 || sdb === undefined) return;
+    const victims = this.cache.takeVictims(count, this.current);
+    this.counters.evictedKeys += victims.length;
+    const epoch = this.epochs.current;
+    const batch = sdb.db.batch();
+    let written = 0;
+    for (const row of victims) {
+      // A checkpoint that has not written this row yet gets it now, into its own epoch.
+      const seal = row.pendingSeal;
+      if (seal !== undefined) sdb.putOverflow(batch, seal.epoch, row.groupKey(), seal.take(row));
+      if (!row.dirty) continue;
+      row.dirty = false;
+      const entries = row.entryCount();
+      this.dbEntries += entries - row.stored;
+      row.stored = entries;
+      if (entries === 0 && !row.inDb) continue;
+      if (entries > 0) row.inDb = true;
+      sdb.putOverflow(batch, epoch, row.groupKey(), encodeLiveRow(row, this.registry));
+      written++;
+    }
+    batch.write();
+    if (written === 0) return;
+    this.hasStored = true;
+    this.counters.writtenRows += written;
+    this.epochs.wrote(written);
+  }
+
+  private register<H>(
+    descriptor: Pick<StateDescriptor, 'name' | 'kind' | 'ttl'>,
+    create: (id: number, ttl: TtlPolicy | undefined) => H,
+  ): H {
+    const { info, isNewId } = this.registry.register(descriptor);
+    if (info.kind !== undefined) return info.handle as H;
+    if (isNewId) this.withDb((sdb) => this.persistName(sdb, info.id, info.name));
+    for (const row of this.cache.values()) {
+      const slot = row.slot(info.id);
+      if (slot !== undefined) slotToLive(slot, info.name, descriptor.kind);
+    }
+    this.registry.setKind(info, descriptor, undefined);
+    const handle = create(info.id, info.ttl);
+    info.handle = handle;
+    return handle;
+  }
+
+  private persistName(sdb: StateDb, id: number, name: string): void {
+    const batch = sdb.db.batch();
+    sdb.putStateName(batch, id, name);
+    batch.write();
+  }
+
+  /** Processing began without a restore: databases of earlier instances will not be needed. */
+  private startedProcessing(): void {
+    this.fresh = false;
+    if (this.candidatesReleased) return;
+    this.candidatesReleased = true;
+    void LocalStateDirs.remove([...this.dirs.candidates, ...this.dirs.staleTempDirs()]);
+  }
+
+  private async recoverLocally(handle: FileKeyedStateSnapshot, store: SharedStateStore | undefined): Promise<boolean> {
+    const { found, rejected } = await findRecoverableDb(this.dirs.candidates, handle, this.keyGroupRange, this.registry, this.openOptions);
+    this.rejectedCandidates = rejected;
+    if (found === undefined) return false;
+    const fresh = this.sdb as StateDb;
+    const freshDir = this.dbDir;
+    const { sdb, dir, marker } = found;
+    for (const [id, name] of sdb.stateNames()) this.registry.load(id, name);
+    for (const [id, name] of this.registry.dictionary()) this.persistName(sdb, id, name);
+    sdb.deleteOverflowFrom(marker.sealedEpoch + 1);
+    const batch = sdb.db.batch();
+    sdb.deleteMarkers(batch, undefined, handle.checkpointId);
+    batch.write();
+    this.sdb = sdb;
+    this.dbDir = dir;
+    this.epochs.reset(marker.sealedEpoch + 1, sdb.overflowEpochs());
+    this.epochs.restored(handle.checkpointId, marker.sealedEpoch);
+    this.hasStored = true;
+    this.dbEntries = marker.entryCount;
+    this.checkpoints.chain = CheckpointChain.restored(handle.files, store, marker.sealedEpoch);
+    this.counters.localRecoveries++;
+    this.releaseOtherCandidates(dir);
+    await fresh.close();
+    await LocalStateDirs.remove([freshDir]);
+    this.checkpoints.promote(sdb);
+    return true;
+  }
+
+  private async restoreFromHandles(
+    snapshots: readonly KeyedStateHandle[],
+    store: SharedStateStore | undefined,
+    exact: FileKeyedStateSnapshot | undefined,
+  ): Promise<void> {
+    const sdb = this.sdb as StateDb;
+    const restorer = new DbRestorer(sdb, this.registry, this.keyGroupRange, this.maxParallelism, this.dirs.temp);
+    for (const snapshot of snapshots) {
+      if (isFileKeyedStateSnapshot(snapshot)) await restorer.applyFiles(snapshot, store);
+      else restorer.applyPlain(snapshot);
+    }
+    this.dbEntries += restorer.entries;
+    this.hasStored = true;
+    this.counters.fileRestores++;
+    const throughEpoch = this.epochs.current - 1;
+    if (exact !== undefined) {
+      // The database now holds exactly this checkpoint: mark it, so a restart before the next one needs no download.
+      const batch = sdb.db.batch();
+      sdb.putMarker(batch, {
+        checkpointId: exact.checkpointId,
+        sealedEpoch: throughEpoch,
+        keyGroupStart: this.keyGroupRange.start,
+        keyGroupEnd: this.keyGroupRange.end,
+        maxParallelism: this.maxParallelism,
+        entryCount: this.dbEntries,
+        files: exact.files,
+      });
+      batch.write();
+      this.epochs.restored(exact.checkpointId, throughEpoch);
+      this.checkpoints.chain = CheckpointChain.restored(exact.files, store, throughEpoch);
+    } else {
+      this.checkpoints.chain = CheckpointChain.partial(throughEpoch);
+    }
+    this.releaseOtherCandidates(undefined);
+  }
+
+  private releaseOtherCandidates(kept: string | undefined): void {
+    this.candidatesReleased = true;
+    void LocalStateDirs.remove([...this.dirs.candidates.filter((c) => c !== kept), ...this.dirs.staleTempDirs()]);
+  }
+}
+
+function isCompiled(options: CompiledRocksDbStateOptions | RocksDbStateOptions): options is CompiledRocksDbStateOptions {
+  return Object.isFrozen(options) && typeof (options as CompiledRocksDbStateOptions).changelogRatio === 'number';
+}

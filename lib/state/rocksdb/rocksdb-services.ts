@@ -1,0 +1,46 @@
+import type { KeyGroupRange } from '../../core/index.ts';
+import { HeapTimerService } from '../../operators/heap-timer-service.ts';
+import type { KeyedStateBackend } from '../backend.ts';
+import { RocksDbKeyedStateBackend } from './rocksdb-backend.ts';
+import { compileRocksDbStateOptions, type RocksDbStateOptions } from './rocksdb-options.ts';
+
+export interface RocksDbServicesOptions extends RocksDbStateOptions {
+  /** Separates this job's databases from other jobs' under `stateDir` (e.g. a hash of the checkpoint directory). */
+  readonly jobKey?: string;
+  /** Processing-time clock for TTL. @default Date.now */
+  readonly now?: () => number;
+}
+
+/** The operator subtask a backend serves (as the runtime describes it). */
+export interface RocksDbServiceScope {
+  readonly operatorId: string;
+  readonly subtask: number;
+}
+
+/** The KeyedServices shape (lib/runtime/operator-chain.ts), declared here so lib/state does not import lib/runtime. */
+export interface RocksDbKeyedServices {
+  createKeyedState(range: KeyGroupRange, maxParallelism: number, scope?: RocksDbServiceScope): KeyedStateBackend;
+  createTimerService(maxParallelism: number): HeapTimerService;
+}
+
+/**
+ * Composition-root factory for keyed state in RocksDB (the counterpart of memoryServices): options are compiled
+ * once here; every keyed operator subtask gets its own database under `${stateDir}/${jobKey}/${operatorId}-${subtask}`.
+ * Timers stay on the heap (HeapTimerService).
+ */
+export function rocksDbServices(options: RocksDbServicesOptions = {}): RocksDbKeyedServices {
+  const compiled = compileRocksDbStateOptions(options);
+  const now = options.now ?? Date.now;
+  const job = options.jobKey;
+  return {
+    createKeyedState: (keyGroupRange, maxParallelism, scope) =>
+      new RocksDbKeyedStateBackend({
+        keyGroupRange,
+        maxParallelism,
+        now,
+        rocksdb: compiled,
+        scope: scope === undefined ? undefined : { job, operatorId: scope.operatorId, subtask: scope.subtask },
+      }),
+    createTimerService: (maxParallelism) => new HeapTimerService({ maxParallelism }),
+  };
+}

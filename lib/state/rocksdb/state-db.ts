@@ -1,0 +1,204 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import type { Bytes } from '../files/key-bytes.ts';
+import { StoredStateCorruptError } from '../files/state-errors.ts';
+import type { RocksBatch, RocksDb } from './binding.ts';
+import {
+  MAIN_END,
+  MAIN_START,
+  OVERFLOW_HEADER_BYTES,
+  decodeMarker,
+  encodeMarker,
+  markerKey,
+  markerRange,
+  overflowEpoch,
+  overflowKey,
+  overflowRange,
+  stateIdOfNameKey,
+  stateNameKey,
+  stateNameRange,
+  type RecoveryMarker,
+} from './db-layout.ts';
+import { MergedView, type ViewLayer } from './merged-view.ts';
+
+/** The value of a key looked up through every layer: bytes of its newest row, or undefined when it has none. */
+export interface LookedUp {
+  readonly value: Buffer | undefined;
+  /** Some layer holds an entry (row or tombstone) for the key. */
+  readonly inDb: boolean;
+}
+
+const EMPTY: Bytes = Buffer.alloc(0);
+const PROMOTE_ROWS = 2048;
+
+/**
+ * The backend's database seen as layers (db-layout.ts): the main area plus overflow epochs, newest wins. A key's
+ * state is looked up in every live epoch (newest first) and then in the main area, in one multi-get for a whole
+ * batch of keys.
+ */
+export class StateDb {
+  constructor(
+    readonly db: RocksDb,
+    private readonly source: string,
+  ) {}
+
+  /** Stored keys to multi-get for `groupKeys` through `epochs` (newest first), then the main area. */
+  lookupKeys(groupKeys: readonly Bytes[], epochs: readonly number[]): Bytes[] {
+    const keys: Bytes[] = [];
+    for (const groupKey of groupKeys) {
+      for (const epoch of epochs) keys.push(overflowKey(epoch, groupKey));
+      keys.push(groupKey);
+    }
+    return keys;
+  }
+
+  /** Picks each key's newest layer from the multi-get result of `lookupKeys`. */
+  pick(values: readonly (Buffer | undefined)[], count: number, layers: number): LookedUp[] {
+    const out: LookedUp[] = new Array<LookedUp>(count);
+    for (let i = 0; i < count; i++) {
+      let found: LookedUp = NOT_FOUND;
+      for (let j = i * layers, end = j + layers; j < end; j++) {
+        const v = values[j];
+        if (v === undefined || v === null) continue;
+        found = v.length === 0 ? TOMBSTONE : { value: v, inDb: true };
+        break;
+      }
+      out[i] = found;
+    }
+    return out;
+  }
+
+  readSync(groupKeys: readonly Bytes[], epochs: readonly number[]): LookedUp[] {
+    return this.pick(this.db.getSync(this.lookupKeys(groupKeys, epochs)), groupKeys.length, epochs.length + 1);
+  }
+
+  async read(groupKeys: readonly Bytes[], epochs: readonly number[]): Promise<LookedUp[]> {
+    return this.pick(await this.db.get(this.lookupKeys(groupKeys, epochs)), groupKeys.length, epochs.length + 1);
+  }
+
+  /** Puts a row (or a tombstone, for `undefined`) into overflow epoch `epoch`. */
+  putOverflow(batch: RocksBatch, epoch: number, groupKey: Bytes, row: Bytes | undefined): void {
+    batch.put(overflowKey(epoch, groupKey), row ?? EMPTY);
+  }
+
+  stateNames(): [number, string][] {
+    const [gte, lt] = stateNameRange();
+    const cursor = this.db.cursor(gte, lt);
+    const out: [number, string][] = [];
+    for (let rows = cursor.next(1024); rows.length > 0; rows = cursor.next(1024)) {
+      for (let i = 0; i < rows.length; i += 2) out.push([stateIdOfNameKey(rows[i] as Buffer), (rows[i + 1] as Buffer).toString('utf8')]);
+    }
+    cursor.close();
+    return out;
+  }
+
+  putStateName(batch: RocksBatch, id: number, name: string): void {
+    batch.put(stateNameKey(id), Buffer.from(name, 'utf8'));
+  }
+
+  putMarker(batch: RocksBatch, marker: RecoveryMarker): void {
+    batch.put(markerKey(marker.checkpointId), encodeMarker(marker));
+  }
+
+  marker(checkpointId: number): RecoveryMarker | undefined {
+    const [bytes] = this.db.getSync([markerKey(checkpointId)]);
+    return bytes === undefined || bytes === null ? undefined : decodeMarker(bytes, this.source);
+  }
+
+  /** Deletes the markers of checkpoints below `checkpointId` (all when undefined) except `keep`. */
+  deleteMarkers(batch: RocksBatch, belowCheckpointId: number | undefined, keep?: number): void {
+    const [gte, lt] = markerRange(belowCheckpointId);
+    const keepKey = keep === undefined ? undefined : markerKey(keep);
+    this.forEachKey(gte, lt, (key) => {
+      if (keepKey === undefined || !key.equals(keepKey)) batch.del(key);
+    });
+  }
+
+  /** Epochs that hold overflow rows, ascending (seeks from one epoch to the next, reading one key each). */
+  overflowEpochs(): number[] {
+    const epochs: number[] = [];
+    let from = 0;
+    for (;;) {
+      const [gte, lt] = overflowRange(from, 0xffffffff);
+      const cursor = this.db.cursor(gte, lt);
+      const rows = cursor.next(1);
+      cursor.close();
+      if (rows.length === 0) return epochs;
+      const epoch = overflowEpoch(rows[0] as Buffer);
+      epochs.push(epoch);
+      if (epoch >= 0xffffffff) return epochs;
+      from = epoch + 1;
+    }
+  }
+
+  /** Deletes every overflow row of epochs >= `fromEpoch` (state written after the checkpoint being reused). */
+  deleteOverflowFrom(fromEpoch: number): void {
+    const [gte, lt] = overflowRange(Math.max(0, fromEpoch), 0xffffffff);
+    this.db.deleteRange(gte, lt);
+  }
+
+  /**
+   * Copies epoch `epoch`'s overflow rows into the main area, a chunk per batch, then drops the epoch with one
+   * range delete. Every step keeps the layered view unchanged (until the range delete the epoch still holds the
+   * same rows above the main area), so reads and checkpoints may interleave.
+   */
+  async promote(epoch: number, isCancelled: () => boolean): Promise<boolean> {
+    const [gte, lt] = overflowRange(epoch, epoch);
+    const cursor = this.db.cursor(gte, lt);
+    try {
+      for (let rows = cursor.next(PROMOTE_ROWS); rows.length > 0; rows = cursor.next(PROMOTE_ROWS)) {
+        const batch = this.db.batch();
+        for (let i = 0; i < rows.length; i += 2) {
+          const main = (rows[i] as Buffer).subarray(OVERFLOW_HEADER_BYTES);
+          const value = rows[i + 1] as Buffer;
+          if (value.length === 0) batch.del(main);
+          else batch.put(main, value);
+        }
+        batch.write();
+        await yieldToEventLoop();
+        if (isCancelled()) return false;
+      }
+    } finally {
+      cursor.close();
+    }
+    this.db.deleteRange(gte, lt);
+    return true;
+  }
+
+  /** Main area plus the given overflow epochs (ascending), as one view. */
+  view(epochs: readonly number[], includeMain: boolean): MergedView {
+    const layers: ViewLayer[] = [];
+    if (includeMain) layers.push({ cursor: this.db.cursor(MAIN_START, MAIN_END), strip: 0 });
+    for (const epoch of epochs) {
+      const [gte, lt] = overflowRange(epoch, epoch);
+      layers.push({ cursor: this.db.cursor(gte, lt), strip: OVERFLOW_HEADER_BYTES });
+    }
+    return new MergedView(layers);
+  }
+
+  /** Main-area rows of `groupKeys` (restore: what a replaced row held). */
+  mainRows(groupKeys: readonly Uint8Array[]): (Buffer | undefined)[] {
+    return this.db.getSync(groupKeys).map((v) => (v === null ? undefined : v));
+  }
+
+  close(): Promise<void> {
+    return this.db.close();
+  }
+
+  corrupt(problem: string): StoredStateCorruptError {
+    return new StoredStateCorruptError(this.source, problem);
+  }
+
+  private forEachKey(gte: Bytes, lt: Bytes, visit: (key: Buffer) => void): void {
+    const cursor = this.db.cursor(gte, lt);
+    try {
+      for (let rows = cursor.next(PROMOTE_ROWS); rows.length > 0; rows = cursor.next(PROMOTE_ROWS)) {
+        for (let i = 0; i < rows.length; i += 2) visit(rows[i] as Buffer);
+      }
+    } finally {
+      cursor.close();
+    }
+  }
+}
+
+const NOT_FOUND: LookedUp = Object.freeze({ value: undefined, inDb: false });
+const TOMBSTONE: LookedUp = Object.freeze({ value: undefined, inDb: true });
