@@ -1,14 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { keyGroupOf } from '../../lib/core/index.ts';
 import { MemoryKeyedStateBackend } from '../../lib/state/memory/memory-backend.ts';
 import { listState, mapState, valueState } from '../../lib/state/index.ts';
 import { RocksDbKeyedStateBackend } from '../../lib/state/rocksdb/index.ts';
+import { fastTempDir } from '../unit/state/rocksdb-test-env.ts';
 import { runStateBackendContract } from './state-backend.contract.ts';
 
-const stateDir = mkdtempSync(join(tmpdir(), 'sluice-memory-contract-'));
+const stateDir = fastTempDir('sluice-memory-contract-');
 afterAll(() => rmSync(stateDir, { recursive: true, force: true }));
 
 runStateBackendContract('MemoryKeyedStateBackend', (opts) => new MemoryKeyedStateBackend(opts), {

@@ -1,12 +1,11 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readdirSync, rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MemoryKeyedStateBackend } from '../../lib/state/memory/memory-backend.ts';
 import { RocksDbKeyedStateBackend } from '../../lib/state/rocksdb/index.ts';
+import { fastTempDir } from '../unit/state/rocksdb-test-env.ts';
 import { runStateBackendContract } from './state-backend.contract.ts';
 
-const stateDir = mkdtempSync(join(tmpdir(), 'sluice-rocksdb-contract-'));
+const stateDir = fastTempDir('sluice-rocksdb-contract-');
 
 afterAll(() => {
   rmSync(stateDir, { recursive: true, force: true });

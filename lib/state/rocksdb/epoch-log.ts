@@ -1,3 +1,5 @@
+import { hashKey, KeyFilter, secondHash } from './key-filter.ts';
+
 /**
  * Bookkeeping of the overflow epochs (see docs/state.md): rows leaving the cache go to the current epoch; a
  * checkpoint's synchronous phase writes the dirty cache into it and seals it (the next epoch starts); sealed
@@ -9,6 +11,8 @@ export class EpochLog {
   /** Rows written per live epoch (epochs found in a recovered database count 1: their size is unknown). */
   private readonly rows = new Map<number, number>([[0, 0]]);
   private lookup: number[] | undefined;
+  /** Keys written per live epoch; none for epochs found in a recovered database (they may hold any key). */
+  private readonly filters = new Map<number, KeyFilter>([[0, new KeyFilter()]]);
   /** Sealed epoch of each checkpoint taken and not yet superseded by a completed one. */
   private readonly sealedBy = new Map<number, number>();
   /** Highest epoch sealed by a completed checkpoint. */
@@ -18,6 +22,8 @@ export class EpochLog {
   reset(current: number, existing: readonly number[]): void {
     this.live = [...existing.filter((e) => e < current), current];
     this.rows.clear();
+    this.filters.clear();
+    this.filters.set(current, new KeyFilter());
     for (const e of this.live) this.rows.set(e, e === current ? 0 : 1);
     this.lookup = undefined;
     this.sealedBy.clear();
@@ -51,6 +57,7 @@ export class EpochLog {
     const sealed = this.current;
     this.live.push(sealed + 1);
     this.rows.set(sealed + 1, 0);
+    this.filters.set(sealed + 1, new KeyFilter());
     this.sealedBy.set(checkpointId, sealed);
     return sealed;
   }
@@ -78,6 +85,24 @@ export class EpochLog {
       }
     }
     return this.lookup;
+  }
+
+  /** A row of `groupKey` was written into `epoch`. */
+  noteKey(epoch: number, groupKey: Uint8Array): void {
+    const filter = this.filters.get(epoch);
+    if (filter !== undefined) filter.add(hashKey(groupKey), secondHash());
+  }
+
+  /** Appends to `out` the epochs (newest first) that may hold `groupKey`: those a read must look in. */
+  epochsFor(groupKey: Uint8Array, out: number[]): void {
+    const epochs = this.lookupEpochs();
+    if (epochs.length === 0) return;
+    const h1 = hashKey(groupKey);
+    const h2 = secondHash();
+    for (const epoch of epochs) {
+      const filter = this.filters.get(epoch);
+      if (filter === undefined || filter.mayContain(h1, h2)) out.push(epoch);
+    }
   }
 
   /** Live epochs in [from, to] that hold rows, ascending. */
@@ -109,6 +134,7 @@ export class EpochLog {
     if (this.live[0] !== epoch || this.live.length < 2) return;
     this.live.shift();
     this.rows.delete(epoch);
+    this.filters.delete(epoch);
     this.lookup = undefined;
   }
 }

@@ -23,7 +23,7 @@ import type {
   ValueStateDescriptor,
 } from '../descriptors.ts';
 import { checkMaxParallelism } from '../files/handle-files.ts';
-import { decodeGroupKey } from '../files/key-bytes.ts';
+import { decodeGroupKey, type Bytes } from '../files/key-bytes.ts';
 import { decodeRow } from '../files/row-codec.ts';
 import type {
   InternalAggregatingState,
@@ -42,7 +42,7 @@ import {
   type TtlPolicy,
   type TtlValue,
 } from '../ttl.ts';
-import { RocksDb, type RocksDbOpenOptions } from './binding.ts';
+import { RocksDb, type RocksBatch, type RocksDbOpenOptions } from './binding.ts';
 import {
   CachedAggregatingState,
   CachedListState,
@@ -225,7 +225,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow {
     const groupKeys = rows.map((r) => r.groupKey());
     this.counters.prefetchReads++;
     this.counters.prefetchedKeys += rows.length;
-    return sdb.read(groupKeys, this.epochs.lookupEpochs()).then((found) => {
+    return sdb.read(groupKeys, this.epochsFor).then((found) => {
       if (this.disposed) return;
       for (let i = 0; i < rows.length; i++) {
         const row = rows[i] as Row;
@@ -341,7 +341,11 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow {
     const id = checkpointId ?? this.localIds--;
     const epoch = this.epochs.current;
     // Copy-on-write: the dirty rows are only marked here; SealBatch writes them (as they are now) afterwards.
-    const seal = new SealBatch(epoch, (row) => encodeLiveRow(row, this.registry));
+    const seal = new SealBatch(
+      epoch,
+      (row) => encodeLiveRow(row, this.registry),
+      (sdb, batch, groupKey, bytes) => this.putOverflow(sdb, batch, epoch, groupKey, bytes),
+    );
     for (const row of this.cache.values()) {
       if (!row.dirty) continue;
       row.dirty = false;
@@ -408,6 +412,8 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow {
     this.current = undefined;
     this.dbEntries = 0;
     this.disposing = (async () => {
+      // Nothing may write to the database once it closes: seals, completions and background work stop first.
+      await this.flushing.catch(() => undefined);
       await this.checkpoints.stop();
       const sdb = await this.ready.catch(() => undefined);
       this.sdb = undefined;
@@ -472,7 +478,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow {
     const sdb = this.sdb;
     if (sdb !== undefined && this.mayHaveRows()) {
       this.counters.syncReads++;
-      const [found] = sdb.readSync([row.groupKey()], this.epochs.lookupEpochs());
+      const [found] = sdb.readSync([row.groupKey()], this.epochsFor);
       row = this.rowFrom(row, found as LookedUp);
     }
     this.cache.insert(row);
@@ -490,6 +496,14 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow {
     return row;
   }
 
+  private readonly epochsFor = (groupKey: Uint8Array, out: number[]): void => this.epochs.epochsFor(groupKey, out);
+
+  /** Every overflow write goes here: the epoch's key filter learns the key, so reads look in that epoch for it. */
+  private putOverflow(sdb: StateDb, batch: RocksBatch, epoch: number, groupKey: Bytes, bytes: Bytes | undefined): void {
+    sdb.putOverflow(batch, epoch, groupKey, bytes);
+    this.epochs.noteKey(epoch, groupKey);
+  }
+
   /** Writes dirty victims to the current epoch and drops `count` rows from the cache (never the current one). */
   private evict(count: number): void {
     const sdb = this.sdb;
@@ -502,7 +516,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow {
     for (const row of victims) {
       // A checkpoint that has not written this row yet gets it now, into its own epoch.
       const seal = row.pendingSeal;
-      if (seal !== undefined) sdb.putOverflow(batch, seal.epoch, row.groupKey(), seal.take(row));
+      if (seal !== undefined) this.putOverflow(sdb, batch, seal.epoch, row.groupKey(), seal.take(row));
       if (!row.dirty) continue;
       row.dirty = false;
       const entries = row.entryCount();
@@ -510,7 +524,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow {
       row.stored = entries;
       if (entries === 0 && !row.inDb) continue;
       if (entries > 0) row.inDb = true;
-      sdb.putOverflow(batch, epoch, row.groupKey(), encodeLiveRow(row, this.registry));
+      this.putOverflow(sdb, batch, epoch, row.groupKey(), encodeLiveRow(row, this.registry));
       written++;
     }
     batch.write();

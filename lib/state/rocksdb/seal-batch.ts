@@ -1,6 +1,7 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { InternalError } from '../../core/index.ts';
 import type { Bytes } from '../files/key-bytes.ts';
+import type { RocksBatch } from './binding.ts';
 import type { RecoveryMarker } from './db-layout.ts';
 import type { PendingSeal, Row } from './row.ts';
 import type { StateDb } from './state-db.ts';
@@ -22,6 +23,7 @@ export class SealBatch implements PendingSeal {
   constructor(
     readonly epoch: number,
     private readonly encode: (row: Row) => Bytes | undefined,
+    private readonly put: (sdb: StateDb, batch: RocksBatch, groupKey: Bytes, row: Bytes | undefined) => void,
   ) {}
 
   get size(): number {
@@ -34,12 +36,10 @@ export class SealBatch implements PendingSeal {
   }
 
   capture(row: Row): void {
-    (globalThis as { __cap?: number }).__cap = ((globalThis as { __cap?: number }).__cap ?? 0) + 1;
     this.captured.push([row.groupKey(), this.take(row)]);
   }
 
   take(row: Row): Bytes | undefined {
-    (globalThis as { __take?: number }).__take = ((globalThis as { __take?: number }).__take ?? 0) + 1;
     if (row.pendingSeal !== this) throw new InternalError('a row was handed to a checkpoint that does not hold it');
     row.pendingSeal = undefined;
     return this.encode(row);
@@ -65,7 +65,7 @@ export class SealBatch implements PendingSeal {
 
   private write(sdb: StateDb, marker: RecoveryMarker | undefined): void {
     const batch = sdb.db.batch();
-    for (const [groupKey, row] of this.captured) sdb.putOverflow(batch, this.epoch, groupKey, row);
+    for (const [groupKey, row] of this.captured) this.put(sdb, batch, groupKey, row);
     if (marker !== undefined) sdb.putMarker(batch, marker);
     batch.write();
     this.captured = [];

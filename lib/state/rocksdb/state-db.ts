@@ -41,38 +41,18 @@ export class StateDb {
     private readonly source: string,
   ) {}
 
-  /** Stored keys to multi-get for `groupKeys` through `epochs` (newest first), then the main area. */
-  lookupKeys(groupKeys: readonly Bytes[], epochs: readonly number[]): Bytes[] {
-    const keys: Bytes[] = [];
-    for (const groupKey of groupKeys) {
-      for (const epoch of epochs) keys.push(overflowKey(epoch, groupKey));
-      keys.push(groupKey);
-    }
-    return keys;
+  /**
+   * One multi-get for `groupKeys`: per key, the overflow epochs that may hold it (`epochsFor`, newest first) and
+   * then the main area; each key's newest layer wins.
+   */
+  readSync(groupKeys: readonly Bytes[], epochsFor: EpochsFor): LookedUp[] {
+    const plan = lookupPlan(groupKeys, epochsFor);
+    return pick(this.db.getSync(plan.keys), plan.layers);
   }
 
-  /** Picks each key's newest layer from the multi-get result of `lookupKeys`. */
-  pick(values: readonly (Buffer | undefined)[], count: number, layers: number): LookedUp[] {
-    const out: LookedUp[] = new Array<LookedUp>(count);
-    for (let i = 0; i < count; i++) {
-      let found: LookedUp = NOT_FOUND;
-      for (let j = i * layers, end = j + layers; j < end; j++) {
-        const v = values[j];
-        if (v === undefined || v === null) continue;
-        found = v.length === 0 ? TOMBSTONE : { value: v, inDb: true };
-        break;
-      }
-      out[i] = found;
-    }
-    return out;
-  }
-
-  readSync(groupKeys: readonly Bytes[], epochs: readonly number[]): LookedUp[] {
-    return this.pick(this.db.getSync(this.lookupKeys(groupKeys, epochs)), groupKeys.length, epochs.length + 1);
-  }
-
-  async read(groupKeys: readonly Bytes[], epochs: readonly number[]): Promise<LookedUp[]> {
-    return this.pick(await this.db.get(this.lookupKeys(groupKeys, epochs)), groupKeys.length, epochs.length + 1);
+  async read(groupKeys: readonly Bytes[], epochsFor: EpochsFor): Promise<LookedUp[]> {
+    const plan = lookupPlan(groupKeys, epochsFor);
+    return pick(await this.db.get(plan.keys), plan.layers);
   }
 
   /** Puts a row (or a tombstone, for `undefined`) into overflow epoch `epoch`. */
@@ -198,6 +178,40 @@ export class StateDb {
       cursor.close();
     }
   }
+}
+
+/** Appends to `out` the overflow epochs (newest first) that may hold `groupKey`. */
+export type EpochsFor = (groupKey: Uint8Array, out: number[]) => void;
+
+function lookupPlan(groupKeys: readonly Bytes[], epochsFor: EpochsFor): { keys: Bytes[]; layers: number[] } {
+  const keys: Bytes[] = [];
+  const layers = new Array<number>(groupKeys.length);
+  const epochs: number[] = [];
+  for (let i = 0; i < groupKeys.length; i++) {
+    const groupKey = groupKeys[i] as Bytes;
+    epochs.length = 0;
+    epochsFor(groupKey, epochs);
+    for (const epoch of epochs) keys.push(overflowKey(epoch, groupKey));
+    keys.push(groupKey);
+    layers[i] = epochs.length + 1;
+  }
+  return { keys, layers };
+}
+
+/** Each key's newest layer from a multi-get laid out by `lookupPlan`. */
+function pick(values: readonly (Buffer | undefined | null)[], layers: readonly number[]): LookedUp[] {
+  const out = new Array<LookedUp>(layers.length);
+  let j = 0;
+  for (let i = 0; i < layers.length; i++) {
+    let found: LookedUp = NOT_FOUND;
+    for (const end = j + (layers[i] as number); j < end; j++) {
+      const v = values[j];
+      if (found !== NOT_FOUND || v === undefined || v === null) continue;
+      found = v.length === 0 ? TOMBSTONE : { value: v, inDb: true };
+    }
+    out[i] = found;
+  }
+  return out;
 }
 
 const NOT_FOUND: LookedUp = Object.freeze({ value: undefined, inDb: false });

@@ -249,6 +249,44 @@ describe('RocksDB incremental checkpoints', () => {
     }
   });
 
+  it('keeps the synchronous phase cheap: rows changed or evicted before the asynchronous phase are written as they were', async () => {
+    const b = await open({ cacheMaxKeys: 4 });
+    const v = b.getValueState(valueState<number>('v'));
+    const l = b.getListState(listState<number>('l'));
+    const some = keys.slice(0, 4);
+    await b.prefetch(some);
+    for (const [i, key] of some.entries()) {
+      b.setCurrentKey(key);
+      v.update(i);
+      l.add(i);
+    }
+    const pending = b.snapshot(1);
+    if (!isPendingKeyedSnapshot(pending)) throw new Error('expected a pending snapshot');
+    // Changed in place after the synchronous phase (list push) and overwritten.
+    b.setCurrentKey('key-0');
+    l.add(100);
+    v.update(100);
+    // Evicted before the checkpoint wrote them: the eviction writes the sealed form.
+    await b.prefetch(keys.slice(10, 20));
+    for (const key of keys.slice(10, 20)) {
+      b.setCurrentKey(key);
+      v.update(7);
+    }
+    expect(b.metrics().evictedKeys).toBeGreaterThan(0);
+    const handle = await pending.complete(store);
+    const restored = await open();
+    await restored.restore([handle], store);
+    const rv = restored.getValueState(valueState<number>('v'));
+    const rl = restored.getListState(listState<number>('l'));
+    for (const [i, key] of some.entries()) {
+      restored.setCurrentKey(key);
+      expect([rv.value(), rl.get()]).toEqual([i, [i]]);
+    }
+    expect(restored.entryCount()).toBe(8);
+    b.setCurrentKey('key-0');
+    expect([v.value(), l.get()]).toEqual([100, [0, 100]]);
+  });
+
   it('leaves expired TTL entries out of its files', async () => {
     const b = await open();
     const l = b.getListState(listState<string>('l', { ttlMs: 100 }));
