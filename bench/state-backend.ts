@@ -345,6 +345,18 @@ function cases(quick: boolean, only: string | undefined): Case[] {
       heapMb: 512,
     },
     {
+      group: 'distinct',
+      kind: 'workload',
+      name: 'distinct keys, windows within the cache',
+      backend: 'rocksdb',
+      keys: n(10_000_000),
+      events: n(20_000_000),
+      distinct: true,
+      windowEvents: n(50_000),
+      checkpointEvery: n(5_000_000),
+      heapMb: 512,
+    },
+    {
       group: 'scale',
       kind: 'workload',
       name: '20M keys in a 512 MB heap',

@@ -1,7 +1,10 @@
-/** Keys per filter segment; a full segment is followed by a new one, so a filter grows with its epoch. */
-const SEGMENT_KEYS = 1 << 18;
+/**
+ * Keys of the first filter segment; a full segment is followed by one twice as large, so a filter grows with its
+ * epoch and a lookup probes few segments (log2 of the epoch's keys / this).
+ */
+const FIRST_SEGMENT_KEYS = 1 << 16;
 /** 10 bits per key and 7 probes: about 1% false positives. */
-const SEGMENT_BITS = SEGMENT_KEYS * 10;
+const BITS_PER_KEY = 10;
 const PROBES = 7;
 
 let second = 0;
@@ -25,12 +28,18 @@ export function secondHash(): number {
 }
 
 class Segment {
-  readonly bits = new Uint32Array(SEGMENT_BITS / 32);
+  readonly bits: Uint32Array;
+  private readonly size: number;
   count = 0;
+
+  constructor(readonly capacity: number) {
+    this.size = capacity * BITS_PER_KEY;
+    this.bits = new Uint32Array(this.size / 32);
+  }
 
   add(h1: number, h2: number): void {
     for (let i = 0; i < PROBES; i++) {
-      const bit = ((h1 + Math.imul(i, h2)) >>> 0) % SEGMENT_BITS;
+      const bit = ((h1 + Math.imul(i, h2)) >>> 0) % this.size;
       this.bits[bit >>> 5]! |= 1 << (bit & 31);
     }
     this.count++;
@@ -38,7 +47,7 @@ class Segment {
 
   has(h1: number, h2: number): boolean {
     for (let i = 0; i < PROBES; i++) {
-      const bit = ((h1 + Math.imul(i, h2)) >>> 0) % SEGMENT_BITS;
+      const bit = ((h1 + Math.imul(i, h2)) >>> 0) % this.size;
       if ((this.bits[bit >>> 5]! & (1 << (bit & 31))) === 0) return false;
     }
     return true;
@@ -54,8 +63,8 @@ export class KeyFilter {
 
   add(h1: number, h2: number): void {
     let last = this.segments[this.segments.length - 1];
-    if (last === undefined || last.count >= SEGMENT_KEYS) {
-      last = new Segment();
+    if (last === undefined || last.count >= last.capacity) {
+      last = new Segment(last === undefined ? FIRST_SEGMENT_KEYS : last.capacity * 2);
       this.segments.push(last);
     }
     last.add(h1, h2);
