@@ -5,7 +5,6 @@
  * restored through the same store, so every handle kind goes through the same tests. `peers` are other backends
  * whose snapshots this one must restore, and which must restore this one's (memory <-> RocksDB).
  */
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -83,7 +82,7 @@ async function entriesOf(handle: KeyedStateHandle, store: TempSharedStore): Prom
     return out;
   }
   const latest = new Map<Key, { keyGroup: number; entries: readonly (readonly [string, Namespace, unknown])[] | undefined }>();
-  await readHandleEntries(handle, store, { start: 0, end: handle.maxParallelism - 1 }, join(tmpdir(), 'sluice-contract'), (keyGroup, key, entries) => {
+  await readHandleEntries(handle, store, { start: 0, end: handle.maxParallelism - 1 }, join(store.root, 'read'), (keyGroup, key, entries) => {
     latest.set(key, { keyGroup, entries });
   });
   for (const [key, { keyGroup, entries }] of latest) for (const [name, ns, value] of entries ?? []) add(keyGroup, name, [key, ns, value]);

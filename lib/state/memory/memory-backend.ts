@@ -6,6 +6,7 @@ import {
   type Key,
   type KeyGroupRange,
 } from '../../core/index.ts';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -249,14 +250,18 @@ export class MemoryKeyedStateBackend implements KeyedStateBackend {
   }
 
   private async restoreFiles(handles: readonly FileKeyedStateSnapshot[], store: SharedStateStore | undefined): Promise<void> {
-    const tempDir = join(tmpdir(), 'sluice-state-restore');
-    for (const handle of handles) {
-      await readHandleEntries(handle, store, this.keyGroupRange, tempDir, (keyGroup, key, entries) => {
-        const index = keyGroup - this.keyGroupRange.start;
-        // A file's row replaces everything earlier files held for the key.
-        for (const table of this.tables.values()) table.deleteKey(index, key);
-        if (entries !== undefined) for (const [name, namespace, value] of entries) this.loadEntry(name, index, key, namespace, value);
-      });
+    const tempDir = await mkdtemp(join(tmpdir(), 'sluice-state-restore-'));
+    try {
+      for (const handle of handles) {
+        await readHandleEntries(handle, store, this.keyGroupRange, tempDir, (keyGroup, key, entries) => {
+          const index = keyGroup - this.keyGroupRange.start;
+          // A file's row replaces everything earlier files held for the key.
+          for (const table of this.tables.values()) table.deleteKey(index, key);
+          if (entries !== undefined) for (const [name, namespace, value] of entries) this.loadEntry(name, index, key, namespace, value);
+        });
+      }
+    } finally {
+      await rm(tempDir, { recursive: true, force: true });
     }
   }
 
