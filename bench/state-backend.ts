@@ -193,6 +193,25 @@ async function runRestore(c: RestoreCase, dir: string): Promise<Record<string, s
   const { handle, asyncMs } = await complete(b, 1, store);
   if (!('files' in handle)) throw new Error('expected files');
   const fileBytes = handle.files.reduce((n, f) => n + f.bytes, 0);
+  // Incremental: change 1% of the keys (spread over the key space), then checkpoint again; only the new file is
+  // written by that checkpoint, the earlier ones are shared.
+  const changed = 'y'.repeat(c.valueBytes);
+  const step = 100;
+  const tc = performance.now();
+  for (let i = 0; i < c.keys; i += step * BATCH) {
+    const batch: string[] = [];
+    for (let j = 0; j < BATCH && i + j * step < c.keys; j++) batch.push(`key-${i + j * step}`);
+    await b.prefetch(batch);
+    for (const key of batch) {
+      b.setCurrentKey(key);
+      v.update(changed);
+    }
+  }
+  const changeS = (performance.now() - tc) / 1000;
+  const incremental = await complete(b, 2, store);
+  if (!('files' in incremental.handle)) throw new Error('expected files');
+  const known = new Set(handle.files.map((f) => f.path));
+  const newBytes = incremental.handle.files.filter((f) => !known.has(f.path)).reduce((n, f) => n + f.bytes, 0);
   await b.dispose();
 
   // Download restore: another scope, so there is no local database to reuse.
@@ -206,8 +225,9 @@ async function runRestore(c: RestoreCase, dir: string): Promise<Record<string, s
   await downloaded.dispose();
 
   const t2 = performance.now();
+  // Local recovery of the newest checkpoint (the one the local database holds).
   const local = newBackend('rocksdb', stateDir, 50_000, scope) as RocksDbKeyedStateBackend;
-  await local.restore([handle], store);
+  await local.restore([incremental.handle], store);
   const localS = (performance.now() - t2) / 1000;
   const reused = local.metrics().localRecoveries === 1;
   await local.dispose();
@@ -217,6 +237,10 @@ async function runRestore(c: RestoreCase, dir: string): Promise<Record<string, s
     'state file MB': mb(fileBytes),
     'fill s': fill.toFixed(1),
     'checkpoint async s': (asyncMs / 1000).toFixed(1),
+    'change 1% s': changeS.toFixed(2),
+    'incremental checkpoint MB': mb(newBytes),
+    'incremental / full': `${((100 * newBytes) / fileBytes).toFixed(2)}%`,
+    'incremental async s': (incremental.asyncMs / 1000).toFixed(2),
     'restore from files s': downloadS.toFixed(1),
     'restore MB/s': fmt(fileBytes / 1_000_000 / downloadS),
     'local recovery s': localS.toFixed(2),
