@@ -41,7 +41,7 @@ export interface AccountWindowTotal {
   readonly totalCents: number;
 }
 
-interface Totals {
+export interface Totals {
   readonly count: number;
   readonly totalCents: number;
 }
@@ -59,7 +59,7 @@ export function parseTransaction(value: unknown): Transaction {
 }
 
 /** Accumulators are state: never mutated, a new one per record. */
-const countAndSum: AggregateFunction<Transaction, Totals, Totals> = {
+export const countAndSum: AggregateFunction<Transaction, Totals, Totals> = {
   createAccumulator: () => ({ count: 0, totalCents: 0 }),
   add: (t, acc) => ({ count: acc.count + 1, totalCents: acc.totalCents + t.amountCents }),
   getResult: (acc) => acc,

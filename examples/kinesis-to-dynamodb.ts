@@ -17,7 +17,7 @@
  * counted on stderr). Endpoints come from AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_KINESIS / _DYNAMODB / _S3, region and
  * credentials from the default chain: the same command runs against AWS, LocalStack and the emulators.
  */
-import { ConfigError, TumblingEventTimeWindows, WatermarkStrategy, defineJob, type AggregateFunction } from 'sluice';
+import { ConfigError, TumblingEventTimeWindows, WatermarkStrategy, defineJob } from 'sluice';
 import {
   dynamoDbSink,
   ensureTable,
@@ -26,20 +26,7 @@ import {
   s3DeadLetterWriter,
   type DeadLetterWriter,
 } from 'sluice/aws';
-import { parseTransaction, type AccountWindowTotal, type Transaction } from './fraud-detection.ts';
-
-interface Totals {
-  readonly count: number;
-  readonly totalCents: number;
-}
-
-/** Accumulators are state: never mutated, a new one per record. */
-const countAndSum: AggregateFunction<Transaction, Totals, Totals> = {
-  createAccumulator: () => ({ count: 0, totalCents: 0 }),
-  add: (t, acc) => ({ count: acc.count + 1, totalCents: acc.totalCents + t.amountCents }),
-  getResult: (acc) => acc,
-  merge: (a, b) => ({ count: a.count + b.count, totalCents: a.totalCents + b.totalCents }),
-};
+import { countAndSum, parseTransaction, type AccountWindowTotal, type Transaction } from './fraud-detection.ts';
 
 export default defineJob({
   name: 'kinesis-to-dynamodb',

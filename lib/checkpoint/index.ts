@@ -6,3 +6,4 @@ export * from './coordinator-options.ts';
 export * from './coordinator-protocol.ts';
 export * from './coordinator.ts';
 export * from './shared-file-registry.ts';
+export * from './retention-plan.ts';

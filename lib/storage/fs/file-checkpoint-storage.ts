@@ -12,6 +12,7 @@ import {
   parseTaskStatePath,
   taskStatePath,
 } from '../../checkpoint/naming.ts';
+import { planRetention } from '../../checkpoint/retention-plan.ts';
 import { SharedFileRegistry } from '../../checkpoint/shared-file-registry.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
 import { ConfigError, InternalError } from '../../core/index.ts';
@@ -29,10 +30,6 @@ const IN_PROGRESS_MARK = '.inprogress';
 type ScannedCheckpoint = StoredCheckpoint | { readonly status: 'incomplete'; readonly checkpointId: number };
 
 type CompleteCheckpoint = Extract<ScannedCheckpoint, { status: 'complete' }>;
-
-function isRetainable(checkpoint: ScannedCheckpoint): checkpoint is CompleteCheckpoint {
-  return checkpoint.status === 'complete' && !checkpoint.metadata.savepoint;
-}
 
 function errorCode(error: unknown): string | undefined {
   return typeof error === 'object' && error !== null ? (error as NodeJS.ErrnoException).code : undefined;
@@ -204,33 +201,11 @@ export class FileCheckpointStorage implements CheckpointStorage {
    * checkpoint's metadata points into.
    */
   async applyRetention(retain: number): Promise<number[]> {
-    if (!Number.isSafeInteger(retain) || retain < 1) {
-      throw new ConfigError(`the number of retained checkpoints must be an integer of at least 1, got ${String(retain)}`);
-    }
-    const found = await this.scan();
-    const retained = found.filter(isRetainable).slice(0, retain);
-    const oldestRetained = retained[retain - 1];
-    if (oldestRetained === undefined) return [];
-    const referenced = new Set<number>();
-    for (const checkpoint of retained) {
-      for (const task of checkpoint.metadata.tasks) {
-        const parsed = parseTaskStatePath(task.path);
-        if (parsed?.dir.kind === 'checkpoint') referenced.add(parsed.dir.checkpointId);
-      }
-    }
-    const discarded: number[] = [];
-    const registry = new SharedFileRegistry(found.filter((c): c is CompleteCheckpoint => c.status === 'complete').map((c) => c.metadata));
-    const freed: string[] = [];
-    for (const checkpoint of found) {
-      if (checkpoint.checkpointId >= oldestRetained.checkpointId || referenced.has(checkpoint.checkpointId)) continue;
-      if (checkpoint.status === 'complete' && checkpoint.metadata.savepoint) continue;
-      await this.discard(checkpoint.checkpointId);
-      discarded.push(checkpoint.checkpointId);
-      if (checkpoint.status === 'complete') freed.push(...registry.release(checkpoint.metadata));
-    }
+    const plan = planRetention(await this.scan(), retain);
+    for (const checkpointId of plan.discard) await this.discard(checkpointId);
     // Only after the metadata that listed them is gone: a crash in between leaves unreferenced files, not dangling references.
-    await this.sharedState.remove(freed);
-    return discarded.sort((a, b) => a - b);
+    await this.sharedState.remove(plan.freedSharedFiles);
+    return plan.discard;
   }
 
   /** Every `chk-…` directory, newest first; other entries in the folder are left alone. */

@@ -8,9 +8,10 @@ import {
   parseTaskStatePath,
   taskStatePath,
 } from '../../../checkpoint/naming.ts';
+import { planRetention } from '../../../checkpoint/retention-plan.ts';
 import { SharedFileRegistry } from '../../../checkpoint/shared-file-registry.ts';
 import type { CheckpointMetadata } from '../../../checkpoint/types.ts';
-import { ConfigError, InternalError } from '../../../core/index.ts';
+import { InternalError } from '../../../core/index.ts';
 import type { CheckpointStorage, StoredCheckpoint } from '../../../storage/checkpoint-storage.ts';
 import { CheckpointCorruptError, CheckpointIoError } from '../../../storage/errors.ts';
 import { sha256Hex } from '../../../storage/fs/durable-fs.ts';
@@ -29,7 +30,6 @@ type ScannedCheckpoint = StoredCheckpoint | { readonly status: 'incomplete'; rea
 type CompleteCheckpoint = Extract<ScannedCheckpoint, { status: 'complete' }>;
 
 const isComplete = (c: ScannedCheckpoint): c is CompleteCheckpoint => c.status === 'complete';
-const isRetainable = (c: ScannedCheckpoint): c is CompleteCheckpoint => c.status === 'complete' && !c.metadata.savepoint;
 
 /** Metadata objects read at once while listing. */
 const LIST_CONCURRENCY = 8;
@@ -203,33 +203,11 @@ export class S3CheckpointStorage implements CheckpointStorage {
    * metadata points into; shared files go once no remaining checkpoint lists them.
    */
   async applyRetention(retain: number): Promise<number[]> {
-    if (!Number.isSafeInteger(retain) || retain < 1) {
-      throw new ConfigError(`the number of retained checkpoints must be an integer of at least 1, got ${String(retain)}`);
-    }
-    const found = await this.scan();
-    const retained = found.filter(isRetainable).slice(0, retain);
-    const oldestRetained = retained[retain - 1];
-    if (oldestRetained === undefined) return [];
-    const referenced = new Set<number>();
-    for (const checkpoint of retained) {
-      for (const task of checkpoint.metadata.tasks) {
-        const parsed = parseTaskStatePath(task.path);
-        if (parsed?.dir.kind === 'checkpoint') referenced.add(parsed.dir.checkpointId);
-      }
-    }
-    const registry = new SharedFileRegistry(found.filter(isComplete).map((c) => c.metadata));
-    const discarded: number[] = [];
-    const freed: string[] = [];
-    for (const checkpoint of found) {
-      if (checkpoint.checkpointId >= oldestRetained.checkpointId || referenced.has(checkpoint.checkpointId)) continue;
-      if (checkpoint.status === 'complete' && checkpoint.metadata.savepoint) continue;
-      await this.discard(checkpoint.checkpointId);
-      discarded.push(checkpoint.checkpointId);
-      if (checkpoint.status === 'complete') freed.push(...registry.release(checkpoint.metadata));
-    }
+    const plan = planRetention(await this.scan(), retain);
+    for (const checkpointId of plan.discard) await this.discard(checkpointId);
     // Only after the metadata that listed them is gone: a crash in between leaves unreferenced files, not dangling references.
-    await this.sharedState.remove(freed);
-    return discarded.sort((a, b) => a - b);
+    await this.sharedState.remove(plan.freedSharedFiles);
+    return plan.discard;
   }
 
   /** Destroys the clients this storage created. */
