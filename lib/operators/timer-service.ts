@@ -1,19 +1,7 @@
 import type { Key, KeyGroupRange } from '../core/index.ts';
-import type { Namespace } from '../state/index.ts';
+import type { Namespace, Timer, TimerKeyGroupSnapshot } from '../state/index.ts';
 
-/** A timer of a keyed operator: fires for `key` and `namespace` once time reaches `timestamp`. */
-export interface Timer {
-  readonly timestamp: number;
-  readonly key: Key;
-  readonly namespace: Namespace;
-}
-
-/** The pending timers of one key group, as plain data (the unit of snapshots and redistribution). */
-export interface TimerKeyGroupSnapshot {
-  readonly keyGroup: number;
-  readonly eventTimers: Timer[];
-  readonly processingTimers: Timer[];
-}
+export type { Timer, TimerKeyGroupSnapshot };
 
 /**
  * Keyed timers of one operator subtask, in event time and processing time. Registering the same
@@ -26,9 +14,13 @@ export interface InternalTimerService {
   registerProcessingTimeTimer(key: Key, namespace: Namespace, timestamp: number): void;
   deleteProcessingTimeTimer(key: Key, namespace: Namespace, timestamp: number): void;
 
-  /** Removes and returns, in timestamp order, the event-time timers with timestamp <= watermark. */
+  /**
+   * Removes and returns, in timestamp order, event-time timers with timestamp <= watermark: all of them, or one
+   * round of them for services that keep timers off the heap. Callers pop again until an empty round (which also
+   * fires timers registered meanwhile at or below the watermark).
+   */
   popEventTimeTimers(watermark: number): Timer[];
-  /** Removes and returns, in timestamp order, the processing-time timers with timestamp <= time. */
+  /** As popEventTimeTimers, for processing-time timers with timestamp <= time. */
   popProcessingTimeTimers(time: number): Timer[];
   /** Earliest pending processing-time timer, or undefined; the task schedules its wake-up with it. */
   nextProcessingTime(): number | undefined;
@@ -38,8 +30,14 @@ export interface InternalTimerService {
   eventTimerCount(): number;
   processingTimerCount(): number;
 
-  /** Copies every pending timer, grouped by key group. */
+  /**
+   * Copies every pending timer, grouped by key group. Services that keep timers in the keyed state backend (RocksDB)
+   * return none: their timers are part of the keyed state snapshot.
+   */
   snapshot(): TimerKeyGroupSnapshot[];
-  /** Adds the timers of the key groups in `range`; others are ignored (rescaling). */
+  /**
+   * Adds the timers of the key groups in `range`; others are ignored (rescaling). Called after the keyed state
+   * backend restored, with the timers of heap snapshots and those the backend found in state files.
+   */
   restore(snapshot: readonly TimerKeyGroupSnapshot[], range: KeyGroupRange): void;
 }

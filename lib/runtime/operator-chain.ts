@@ -26,7 +26,8 @@ export interface KeyedStateScope {
 /** What a chain needs from its composition root: which state backend and timer service keyed operators get. */
 export interface KeyedServices {
   createKeyedState(range: KeyGroupRange, maxParallelism: number, scope: KeyedStateScope): KeyedStateBackend;
-  createTimerService(maxParallelism: number): InternalTimerService;
+  /** The timer service of a keyed operator; a backend that keeps timers as keyed state (RocksDB) provides it. */
+  createTimerService(maxParallelism: number, keyedState: KeyedStateBackend): InternalTimerService;
 }
 
 /** Network writers of one logical node: its main output and each side output. */
@@ -116,7 +117,7 @@ export class OperatorChain {
         operator: node.createOperator(),
         output: this.outputFor(node.id, i + 1),
         keyedState,
-        timers: node.keyed ? setup.services.createTimerService(setup.maxParallelism) : undefined,
+        timers: keyedState === undefined ? undefined : setup.services.createTimerService(setup.maxParallelism, keyedState),
         watermark: Number.NEGATIVE_INFINITY,
         wakeupAt: Number.POSITIVE_INFINITY,
       };
@@ -136,9 +137,12 @@ export class OperatorChain {
       const slot = this.slots[i]!;
       const node = setup.chain[i]!;
       const restored = setup.restored?.get(node.id);
+      await slot.keyedState?.open?.();
       if (restored !== undefined) {
         await slot.keyedState?.restore(restored.keyed, setup.restoreStore);
-        slot.timers?.restore(restored.timers, range);
+        // Timers kept as keyed state by another backend (a RocksDB savepoint restored on the memory backend).
+        const fromFiles = slot.keyedState?.takeRestoredTimers?.() ?? [];
+        slot.timers?.restore(fromFiles.length === 0 ? restored.timers : [...restored.timers, ...fromFiles], range);
         slot.watermark = restored.watermark;
       }
       await slot.operator.initializeState?.(restored?.items ?? []);

@@ -14,6 +14,7 @@ import type {
   InternalValueState,
   Namespace,
 } from './keyed-state.ts';
+import type { TimerKeyGroupSnapshot } from './timer-state.ts';
 
 /** One key group's state as plain data: per state name, the entries [key, namespace, value]. */
 export interface KeyGroupSnapshot {
@@ -41,6 +42,12 @@ export interface KeyedStateBackendOptions {
 export interface KeyedStateBackend {
   readonly keyGroupRange: KeyGroupRange;
   readonly maxParallelism: number;
+
+  /**
+   * Resolves once the backend is ready for synchronous use (a database opened); the runtime awaits it before
+   * restoring or opening the operator. Optional: in-memory backends are always ready.
+   */
+  open?(): Promise<void>;
 
   /** Sets the key (and derives its key group) for all subsequent state access. */
   setCurrentKey(key: Key): void;
@@ -84,6 +91,12 @@ export interface KeyedStateBackend {
    * `store`, which the caller passes whenever a handle of kind 'files' is among `snapshots`.
    */
   restore(snapshots: readonly KeyedStateHandle[], store?: SharedStateStore): void | Promise<void>;
+  /**
+   * Timers found in restored state files (written by a backend that keeps timers as keyed state, see
+   * timer-state.ts) that this backend does not keep itself: the caller passes them to the operator's timer service.
+   * Returns each timer once; absent on backends that keep restored timers.
+   */
+  takeRestoredTimers?(): TimerKeyGroupSnapshot[];
   /** Checkpoint `checkpointId` is complete (file-based backends release files and mark their local state). */
   notifyCheckpointComplete?(checkpointId: number): void | Promise<void>;
 
@@ -128,6 +141,10 @@ export interface SharedStateStore {
    * Without it, only the same object counts as the same area.
    */
   readonly location?: string;
+  /**
+   * Stores the file at `localPath` as `name`; durable when it resolves. The store may take the local file over
+   * (move it rather than copy it): the caller must not use it afterwards except to delete it.
+   */
   put(name: string, localPath: string): Promise<SharedStateFileRef>;
   /** Copies a shared file to `localPath`, verifying its size and sha256 (typed, non-retriable error otherwise). */
   get(ref: SharedStateFileRef, localPath: string): Promise<void>;

@@ -56,6 +56,13 @@ import {
   MemoryValueState,
 } from './memory-handles.ts';
 import { CurrentKey, StateTable } from './state-table.ts';
+import { StoredStateCorruptError } from '../files/state-errors.ts';
+import {
+  RestoredTimerCollector,
+  storedTimestamps,
+  timerDomainOfState,
+  type TimerKeyGroupSnapshot,
+} from '../timer-state.ts';
 
 type StateKind = StateDescriptor['kind'];
 
@@ -89,6 +96,7 @@ export class MemoryKeyedStateBackend implements KeyedStateBackend {
   private readonly groupCount: number;
   private readonly current = new CurrentKey();
   private readonly tables = new Map<string, StateTable>();
+  private readonly restoredTimers = new RestoredTimerCollector();
   private readonly registrations = new Map<string, Registration>();
 
   constructor(options: KeyedStateBackendOptions) {
@@ -257,12 +265,23 @@ export class MemoryKeyedStateBackend implements KeyedStateBackend {
           const index = keyGroup - this.keyGroupRange.start;
           // A file's row replaces everything earlier files held for the key.
           for (const table of this.tables.values()) table.deleteKey(index, key);
-          if (entries !== undefined) for (const [name, namespace, value] of entries) this.loadEntry(name, index, key, namespace, value);
+          this.restoredTimers.resetKey(key);
+          if (entries === undefined) return;
+          for (const [name, namespace, value] of entries) {
+            const domain = timerDomainOfState(name);
+            if (domain === undefined) this.loadEntry(name, index, key, namespace, value);
+            else this.restoredTimers.add(domain, keyGroup, key, namespace, timerTimestamps(value, name));
+          }
         });
       }
     } finally {
       await rm(tempDir, { recursive: true, force: true });
     }
+  }
+
+  /** Timers of state files written by a backend that keeps timers as keyed state (RocksDB): heap timers here. */
+  takeRestoredTimers(): TimerKeyGroupSnapshot[] {
+    return this.restoredTimers.take();
   }
 
   private loadEntry(name: string, index: number, key: Key, namespace: Namespace, value: unknown): void {
@@ -354,4 +373,10 @@ function incompatible(name: string, kind: StateKind): ConfigError {
   return new ConfigError(
     `restored entries of state "${name}" are not in the snapshot form of ${kind} state; was the state's kind changed?`,
   );
+}
+
+function timerTimestamps(value: unknown, name: string): number[] {
+  const timestamps = storedTimestamps(value);
+  if (timestamps === undefined) throw new StoredStateCorruptError(`state "${name}"`, 'a timer entry is not an array of timestamps');
+  return timestamps;
 }

@@ -6,6 +6,7 @@ import { StoredStateCorruptError } from '../files/state-errors.ts';
 /*
  * The backend's RocksDB key space, by first byte:
  *   0x00-0x7f  main area      keyGroup u16 | key bytes          -> row (all state of the key)
+ *   0xfd       timer index    0xfd | domain | timestamp | ... -> see timer-index.ts (not state: rebuilt on restore)
  *   0xfe       overflow area  0xfe | epoch u32 | keyGroup | key -> row, or empty = the key has no state
  *   0xff       metadata       0xff 'S' id u16 -> state name;  0xff 'K' checkpoint -> recovery marker
  * Key groups are below 32768, so the main area ends before 0x80 and one key-group range is one contiguous scan.
@@ -91,6 +92,8 @@ export interface RecoveryMarker {
   readonly keyGroupEnd: number;
   readonly maxParallelism: number;
   readonly entryCount: number;
+  /** Pending event-time and processing-time timers (rows hold them; RocksDbTimerService counts them). */
+  readonly timers?: readonly [number, number] | undefined;
   readonly files?: readonly SharedStateFileRef[] | undefined;
 }
 

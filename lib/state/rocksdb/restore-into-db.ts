@@ -4,8 +4,12 @@ import { visitHandleFiles } from '../files/handle-files.ts';
 import { encodeGroupKey, groupKeyKeyGroup, type Bytes } from '../files/key-bytes.ts';
 import { decodeRow, encodeRow, rowEntryCount } from '../files/row-codec.ts';
 import { StoredStateCorruptError } from '../files/state-errors.ts';
+import type { RocksBatch } from './binding.ts';
 import type { StateDb } from './state-db.ts';
 import type { StateRegistry } from './state-registry.ts';
+import { EVENT_TIMER_STATE, PROCESSING_TIMER_STATE, storedTimestamps, type TimerDomain } from '../timer-state.ts';
+import type { Namespace } from '../keyed-state.ts';
+import { indexKey } from './timer-index.ts';
 
 /**
  * Writes restored state straight into the main area of a database, a write batch per block of a state file (or
@@ -15,6 +19,8 @@ import type { StateRegistry } from './state-registry.ts';
  */
 export class DbRestorer {
   entries = 0;
+  /** Pending event-time and processing-time timers restored (rows of the timer states, timer-state.ts). */
+  readonly timerCounts: [number, number] = [0, 0];
   /** Key groups written by an earlier file of this restore: a row there may replace one, so it is read first. */
   private readonly written: Uint8Array;
 
@@ -78,6 +84,7 @@ export class DbRestorer {
   private write(keys: readonly Bytes[], values: readonly (Bytes | undefined)[], mustRead: boolean): void {
     if (keys.length === 0) return;
     const old = mustRead ? this.sdb.mainRows(keys) : undefined;
+    const timerIds = this.timerIds();
     const batch = this.sdb.db.batch();
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i] as Bytes;
@@ -86,11 +93,50 @@ export class DbRestorer {
       else {
         batch.put(key, value);
         this.entries += rowEntryCount(value);
+        if (timerIds !== undefined) this.indexTimers(key, value, timerIds, batch);
       }
       const previous = old?.[i];
-      if (previous !== undefined) this.entries -= rowEntryCount(previous);
+      if (previous !== undefined) {
+        this.entries -= rowEntryCount(previous);
+        // The replaced row's timers are gone; their index entries stay behind as stale ones (see the timer service).
+        if (timerIds !== undefined) this.forEachTimer(previous, timerIds, (domain) => this.timerCounts[domain === 'event' ? 0 : 1]--);
+      }
     }
     batch.write();
+  }
+
+  /** The ids of the timer states when rows may hold timers (decoding rows only then). */
+  private timerIds(): Map<number, TimerDomain> | undefined {
+    const event = this.registry.get(EVENT_TIMER_STATE);
+    const processing = this.registry.get(PROCESSING_TIMER_STATE);
+    if (event === undefined && processing === undefined) return undefined;
+    const ids = new Map<number, TimerDomain>();
+    if (event !== undefined) ids.set(event.id, 'event');
+    if (processing !== undefined) ids.set(processing.id, 'processing');
+    return ids;
+  }
+
+  /** The timer service finds due timers through an index, rebuilt here from the rows that hold timers. */
+  private indexTimers(groupKey: Bytes, row: Bytes, ids: ReadonlyMap<number, TimerDomain>, batch: RocksBatch): void {
+    this.forEachTimer(row, ids, (domain, namespace, timestamp) => {
+      batch.put(indexKey(domain, timestamp, groupKey, namespace), EMPTY);
+      this.timerCounts[domain === 'event' ? 0 : 1]++;
+    });
+  }
+
+  private forEachTimer(
+    row: Uint8Array,
+    ids: ReadonlyMap<number, TimerDomain>,
+    visit: (domain: TimerDomain, namespace: Namespace, timestamp: number) => void,
+  ): void {
+    const flat = decodeRow(row, this.sdb.db.location);
+    for (let i = 0; i < flat.length; i += 3) {
+      const domain = ids.get(flat[i] as number);
+      if (domain === undefined) continue;
+      const timestamps = storedTimestamps(flat[i + 2]);
+      if (timestamps === undefined) throw new StoredStateCorruptError(this.sdb.db.location, 'a timer entry is not an array of timestamps');
+      for (const timestamp of timestamps) visit(domain, flat[i + 1] as Namespace, timestamp);
+    }
   }
 
   /** This backend's ids for a file's states; undefined when they are the same ids. */
@@ -115,6 +161,8 @@ export class DbRestorer {
     return id;
   }
 }
+
+const EMPTY: Bytes = Buffer.alloc(0);
 
 function remapRow(bytes: Uint8Array, remap: ReadonlyMap<number, number>, source: string): Bytes {
   const flat = decodeRow(bytes, source);

@@ -65,6 +65,8 @@ import { emptyMetrics, type RocksDbStateMetrics } from './rocksdb-metrics.ts';
 import { compileRocksDbStateOptions, type CompiledRocksDbStateOptions, type RocksDbStateOptions } from './rocksdb-options.ts';
 import { StateDb, type LookedUp } from './state-db.ts';
 import { StateRegistry } from './state-registry.ts';
+import { RocksDbTimerService, type TimerRowAccess } from './rocksdb-timer-service.ts';
+import { timerStateName, type TimerDomain } from '../timer-state.ts';
 
 export interface RocksDbKeyedStateBackendOptions extends KeyedStateBackendOptions {
   /** Backend settings (compiled once by the composition root; raw options are compiled here). */
@@ -87,7 +89,7 @@ export interface RocksDbKeyedStateBackendOptions extends KeyedStateBackendOption
  * Values follow the memory backend's rules: treat them as immutable once in state (a value may be written to
  * RocksDB and read back as a copy at any eviction).
  */
-export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow {
+export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow, TimerRowAccess {
   readonly keyGroupRange: KeyGroupRange;
   readonly maxParallelism: number;
   readonly options: CompiledRocksDbStateOptions;
@@ -121,6 +123,9 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow {
   private readonly counters = emptyMetrics();
   /** The last checkpoint's SealBatch flush (each waits for the one before). */
   private flushing: Promise<void> = Promise.resolve();
+  /** Timers of the operator, kept in this backend's rows (see RocksDbTimerService). */
+  private readonly timers: RocksDbTimerService;
+  private readonly timerIds: [number | undefined, number | undefined] = [undefined, undefined];
 
   constructor(options: RocksDbKeyedStateBackendOptions) {
     const { keyGroupRange, maxParallelism } = options;
@@ -166,6 +171,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow {
       metrics: this.counters,
       isDisposed: () => this.disposed,
     });
+    this.timers = new RocksDbTimerService(this);
     this.ready = RocksDb.open(this.dbDir, this.openOptions).then(
       (db) => this.opened(db),
       (err: unknown) => {
@@ -232,6 +238,74 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow {
         if (!this.cache.has(row.key)) this.cache.insert(this.rowFrom(row, found[i] as LookedUp));
       }
     });
+  }
+
+  // ---- timers ------------------------------------------------------------------------------------------------
+
+  /** The operator's timer service: its timers live in this backend (one service per backend). */
+  timerService(): RocksDbTimerService {
+    return this.timers;
+  }
+
+  /** Resolves once the database is open: timers and checkpoints may then use it synchronously. */
+  async open(): Promise<void> {
+    await this.ready;
+  }
+
+  openDb(): StateDb | undefined {
+    return this.sdb;
+  }
+
+  rowFor(key: Key): Row {
+    const current = this.current;
+    if (current !== undefined && current.key === key) return current;
+    const cached = this.cache.get(key);
+    if (cached !== undefined) return cached;
+    this.cacheRows([key]);
+    return this.cache.get(key) as Row;
+  }
+
+  /** Like prefetch, but with one synchronous multi-get: for timer rounds, which the operator fires synchronously. */
+  cacheRows(keys: readonly Key[]): void {
+    let missing = this.missingRows(keys);
+    if (missing === undefined) return;
+    this.checkUsable();
+    this.startedProcessing();
+    this.evict(this.cache.size + missing.size - this.options.cacheMaxKeys);
+    // The eviction may have taken keys of `keys` that were cached: look again.
+    missing = this.missingRows(keys);
+    if (missing === undefined) return;
+    const rows = [...missing.values()];
+    const sdb = this.sdb;
+    if (sdb === undefined || !this.mayHaveRows()) {
+      for (const row of rows) this.cache.insert(row);
+      return;
+    }
+    this.counters.syncReads++;
+    const found = sdb.readSync(rows.map((r) => r.groupKey()), this.epochsFor);
+    for (let i = 0; i < rows.length; i++) this.cache.insert(this.rowFrom(rows[i] as Row, found[i] as LookedUp));
+  }
+
+  timerStateId(domain: TimerDomain): number {
+    const slot = domain === 'event' ? 0 : 1;
+    let id = this.timerIds[slot];
+    if (id === undefined) {
+      id = this.register({ name: timerStateName(domain), kind: 'value', ttl: undefined }, (stateId) => stateId);
+      this.timerIds[slot] = id;
+    }
+    return id;
+  }
+
+  private missingRows(keys: readonly Key[]): Map<Key, Row> | undefined {
+    let missing: Map<Key, Row> | undefined;
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i] as Key;
+      if (this.cache.has(key) || missing?.has(key) === true) continue;
+      const keyGroup = keyGroupOf(key, this.maxParallelism);
+      if (keyGroup < this.keyGroupRange.start || keyGroup > this.keyGroupRange.end) throw this.wrongKeyGroup(key, keyGroup);
+      (missing ??= new Map()).set(key, new Row(key, keyGroup));
+    }
+    return missing;
   }
 
   // ---- state handles -----------------------------------------------------------------------------------------
@@ -358,6 +432,8 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow {
     }
     if (seal.size > 0) this.hasStored = true;
     this.counters.writtenRows += seal.size;
+    const timerCounts = this.timers.sealPoint(id);
+    if (this.sdb !== undefined) this.timers.flushIndex(this.sdb);
     const marker = {
       checkpointId: id,
       sealedEpoch: epoch,
@@ -365,11 +441,17 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow {
       keyGroupEnd: this.keyGroupRange.end,
       maxParallelism: this.maxParallelism,
       entryCount: this.dbEntries,
+      timers: timerCounts,
     };
     this.epochs.wrote(seal.size);
     this.epochs.seal(id);
     // Seals are written in order: a marker may only claim a database that holds every earlier seal too.
-    const flushed = this.flushing.then(async () => seal.flush(await this.database(), marker, () => this.disposed));
+    const flushed = this.flushing.then(async () => {
+      const sdb = await this.database();
+      // Index entries of timers registered before the database opened; their rows are in this seal.
+      this.timers.flushIndex(sdb);
+      await seal.flush(sdb, marker, () => this.disposed);
+    });
     this.flushing = flushed;
     flushed.catch(() => undefined);
     return this.checkpoints.pending({
@@ -384,6 +466,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow {
   notifyCheckpointComplete(checkpointId: number): void {
     if (this.disposed) return;
     this.checkpoints.completed(checkpointId, this.sdb);
+    if (this.sdb !== undefined) this.timers.completed(this.sdb, checkpointId);
   }
 
   /**
@@ -466,12 +549,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow {
   /** A key that was not prefetched becomes current: read now (one synchronous multi-get) or known absent. */
   private readMissing(key: Key): void {
     const keyGroup = keyGroupOf(key, this.maxParallelism);
-    if (keyGroup < this.keyGroupRange.start || keyGroup > this.keyGroupRange.end) {
-      throw new InternalError(
-        `key ${JSON.stringify(key)} belongs to key group ${keyGroup}, outside this subtask's range ` +
-          `[${this.keyGroupRange.start}, ${this.keyGroupRange.end}]: records were partitioned to the wrong subtask`,
-      );
-    }
+    if (keyGroup < this.keyGroupRange.start || keyGroup > this.keyGroupRange.end) throw this.wrongKeyGroup(key, keyGroup);
     this.checkUsable();
     this.startedProcessing();
     let row = new Row(key, keyGroup);
@@ -484,6 +562,13 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow {
     this.cache.insert(row);
     this.current = row;
     if (this.cache.size > this.options.cacheMaxKeys + this.slack) this.evict(this.cache.size - this.options.cacheMaxKeys);
+  }
+
+  private wrongKeyGroup(key: Key, keyGroup: number): InternalError {
+    return new InternalError(
+      `key ${JSON.stringify(key)} belongs to key group ${keyGroup}, outside this subtask's range ` +
+        `[${this.keyGroupRange.start}, ${this.keyGroupRange.end}]: records were partitioned to the wrong subtask`,
+    );
   }
 
   private rowFrom(placeholder: Row, found: LookedUp): Row {
@@ -584,6 +669,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow {
     this.epochs.restored(handle.checkpointId, marker.sealedEpoch);
     this.hasStored = true;
     this.dbEntries = marker.entryCount;
+    this.timers.restored(marker.timers);
     this.checkpoints.chain = CheckpointChain.restored(handle.files, store, marker.sealedEpoch);
     this.counters.localRecoveries++;
     this.releaseOtherCandidates(dir);
@@ -605,6 +691,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow {
       else restorer.applyPlain(snapshot);
     }
     this.dbEntries += restorer.entries;
+    this.timers.restored(restorer.timerCounts);
     this.hasStored = true;
     this.counters.fileRestores++;
     const throughEpoch = this.epochs.current - 1;
@@ -618,6 +705,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow {
         keyGroupEnd: this.keyGroupRange.end,
         maxParallelism: this.maxParallelism,
         entryCount: this.dbEntries,
+        timers: restorer.timerCounts,
         files: exact.files,
       });
       batch.write();

@@ -1,5 +1,6 @@
 import type { KeyGroupRange } from '../../core/index.ts';
 import { HeapTimerService } from '../../operators/heap-timer-service.ts';
+import type { InternalTimerService } from '../../operators/timer-service.ts';
 import type { KeyedStateBackend } from '../backend.ts';
 import { RocksDbKeyedStateBackend } from './rocksdb-backend.ts';
 import { compileRocksDbStateOptions, type RocksDbStateOptions } from './rocksdb-options.ts';
@@ -20,13 +21,14 @@ export interface RocksDbServiceScope {
 /** The KeyedServices shape (lib/runtime/operator-chain.ts), declared here so lib/state does not import lib/runtime. */
 export interface RocksDbKeyedServices {
   createKeyedState(range: KeyGroupRange, maxParallelism: number, scope?: RocksDbServiceScope): KeyedStateBackend;
-  createTimerService(maxParallelism: number): HeapTimerService;
+  createTimerService(maxParallelism: number, keyedState: KeyedStateBackend): InternalTimerService;
 }
 
 /**
  * Composition-root factory for keyed state in RocksDB (the counterpart of memoryServices): options are compiled
  * once here; every keyed operator subtask gets its own database under `${stateDir}/${jobKey}/${operatorId}-${subtask}`.
- * Timers stay on the heap (HeapTimerService).
+ * Timers live in the same database as the operator's keyed state (RocksDbTimerService), so their number is not
+ * bounded by the heap either.
  */
 export function rocksDbServices(options: RocksDbServicesOptions = {}): RocksDbKeyedServices {
   const compiled = compileRocksDbStateOptions(options);
@@ -41,6 +43,7 @@ export function rocksDbServices(options: RocksDbServicesOptions = {}): RocksDbKe
         rocksdb: compiled,
         scope: scope === undefined ? undefined : { job, operatorId: scope.operatorId, subtask: scope.subtask },
       }),
-    createTimerService: (maxParallelism) => new HeapTimerService({ maxParallelism }),
+    createTimerService: (maxParallelism, keyedState) =>
+      keyedState instanceof RocksDbKeyedStateBackend ? keyedState.timerService() : new HeapTimerService({ maxParallelism }),
   };
 }
