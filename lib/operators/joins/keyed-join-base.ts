@@ -150,10 +150,13 @@ export abstract class KeyedJoinBase<IN1, IN2, K extends Key, OUT> implements Ope
       if (pending !== undefined) {
         return pending.then(() => {
           handle(due);
+          this.flush();
           return this.fireTimers(pop, handle);
         });
       }
       handle(due);
+      // Emit round by round: a watermark that fires millions of timers must not hold all their output.
+      this.flush();
     }
   }
 

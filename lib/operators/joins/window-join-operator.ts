@@ -246,6 +246,8 @@ class KeyedWindowJoinOperator<IN1, IN2, K extends Key, OUT> implements WindowJoi
     } catch (err) {
       throw this.timerFailure(err);
     }
+    // Emit round by round: a watermark that closes millions of windows must not hold all their results.
+    this.emitter.flush(this.output);
   }
 
   private timerFailure(err: unknown): Error {

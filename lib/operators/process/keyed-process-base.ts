@@ -204,5 +204,7 @@ export abstract class KeyedProcessBase<K extends Key, IN, OUT> implements Operat
         throw userFunctionError(this.ctx, this.name, undefined, err);
       }
     }
+    // Emit round by round: a watermark that fires millions of timers must not hold all their output.
+    collector.flush(this.output);
   }
 }

@@ -261,6 +261,8 @@ class KeyedWindowOperator<IN, K extends Key, OUT> implements WindowOperator<IN, 
       this.emitter.discard();
       throw err instanceof SluiceError ? err : new UserFunctionError(this.name, this.ctx.subtask, undefined, err);
     }
+    // Emit round by round: a watermark that closes millions of windows must not hold all their results.
+    this.emitter.flush(this.output);
   }
 
   private onLateRecord(batch: RecordBatch<IN>, index: number): void {

@@ -40,8 +40,10 @@ function writeOrderedDouble(out: Buffer, offset: number, value: number): void {
   }
 }
 
+const readScratch = Buffer.allocUnsafe(8);
+
 function readOrderedDouble(bytes: Buffer, offset: number): number {
-  const copy = Buffer.allocUnsafe(8);
+  const copy = readScratch;
   bytes.copy(copy, 0, offset, offset + 8);
   if (((copy[0] as number) & 0x80) !== 0) copy[0] = (copy[0] as number) & 0x7f;
   else for (let i = 0; i < 8; i++) copy[i] = ~(copy[i] as number) & 0xff;
