@@ -1,7 +1,6 @@
 import {
   ConfigError,
   InternalError,
-  keyGroupOf,
   type Key,
   type KeyGroupRange,
 } from '../../core/index.ts';
@@ -23,8 +22,6 @@ import type {
   ValueStateDescriptor,
 } from '../descriptors.ts';
 import { checkMaxParallelism } from '../files/handle-files.ts';
-import { decodeGroupKey, type Bytes } from '../files/key-bytes.ts';
-import { decodeRow } from '../files/row-codec.ts';
 import type {
   InternalAggregatingState,
   InternalListState,
@@ -42,14 +39,13 @@ import {
   type TtlPolicy,
   type TtlValue,
 } from '../ttl.ts';
-import { RocksDb, type RocksBatch, type RocksDbOpenOptions } from './binding.ts';
+import { RocksDb, type RocksDbOpenOptions } from './binding.ts';
 import {
   CachedAggregatingState,
   CachedListState,
   CachedMapState,
   CachedReducingState,
   CachedValueState,
-  type CurrentRow,
 } from './cached-handles.ts';
 import { CheckpointChain } from './checkpoint-chain.ts';
 import { EpochLog } from './epoch-log.ts';
@@ -57,13 +53,13 @@ import { IncrementalCheckpoints } from './incremental-checkpoints.ts';
 import { LocalStateDirs, scopeName, type RocksDbScope } from './local-dirs.ts';
 import { findRecoverableDb } from './local-recovery.ts';
 import { DbRestorer } from './restore-into-db.ts';
-import { Row } from './row.ts';
-import { RowCache } from './row-cache.ts';
+import type { Row } from './row.ts';
+import { RowStore } from './row-store.ts';
 import { SealBatch } from './seal-batch.ts';
-import { decodeStoredRow, encodeLiveRow, slotToLive } from './row-forms.ts';
+import { encodeLiveRow, slotToLive } from './row-forms.ts';
 import { emptyMetrics, type RocksDbStateMetrics } from './rocksdb-metrics.ts';
 import { compileRocksDbStateOptions, type CompiledRocksDbStateOptions, type RocksDbStateOptions } from './rocksdb-options.ts';
-import { StateDb, type LookedUp } from './state-db.ts';
+import { StateDb } from './state-db.ts';
 import { StateRegistry } from './state-registry.ts';
 import { RocksDbTimerService, type TimerRowAccess } from './rocksdb-timer-service.ts';
 import { timerStateName, type TimerDomain } from '../timer-state.ts';
@@ -84,12 +80,13 @@ export interface RocksDbKeyedStateBackendOptions extends KeyedStateBackendOption
  *   phase, which seals the epoch together with a recovery marker; files are written in the asynchronous phase
  *   (IncrementalCheckpoints): changelog segments plus periodic materialisations.
  * - Access is synchronous like the memory backend's: a key that was not prefetched is read with one synchronous
- *   multi-get (counted in `metrics.syncReads`), never guessed.
+ *   multi-get (counted in `metrics.syncReads`), never guessed. The cache, reads and evictions are RowStore's.
+ * - The operator's timers are rows' state too (RocksDbTimerService, created with the backend).
  *
  * Values follow the memory backend's rules: treat them as immutable once in state (a value may be written to
  * RocksDB and read back as a copy at any eviction).
  */
-export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow, TimerRowAccess {
+export class RocksDbKeyedStateBackend implements KeyedStateBackend, TimerRowAccess {
   readonly keyGroupRange: KeyGroupRange;
   readonly maxParallelism: number;
   readonly options: CompiledRocksDbStateOptions;
@@ -103,18 +100,12 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow, 
   private readonly ready: Promise<StateDb>;
   /** Writes made before the database finished opening, applied in order when it does. */
   private readonly beforeOpen: ((sdb: StateDb) => void)[] = [];
-  private readonly cache = new RowCache();
-  private current: Row | undefined;
+  private readonly rows: RowStore;
   private readonly registry: StateRegistry;
   private readonly epochs = new EpochLog();
   private readonly checkpoints: IncrementalCheckpoints;
-  /** Entries held by the database (all layers), excluding the not yet written changes of dirty cached rows. */
-  private dbEntries = 0;
-  /** Rows were written to the database (a fresh one holds none, so its misses need no read). */
-  private hasStored = false;
   private fresh = true;
   private localIds = -1;
-  private readonly slack: number;
   private readonly unscoped: boolean;
   private candidatesReleased = false;
   private rejectedCandidates: string[] = [];
@@ -148,7 +139,6 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow, 
     this.now = options.now;
     const raw = options.rocksdb ?? {};
     this.options = isCompiled(raw) ? raw : compileRocksDbStateOptions(raw);
-    this.slack = this.options.cacheMaxKeys >> 3;
     this.registry = new StateRegistry(this.now);
     this.openOptions = {
       blockCacheBytes: this.options.blockCacheBytes,
@@ -171,6 +161,21 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow, 
       metrics: this.counters,
       isDisposed: () => this.disposed,
     });
+    this.rows = new RowStore({
+      keyGroupRange: this.keyGroupRange,
+      maxParallelism,
+      cacheMaxKeys: this.options.cacheMaxKeys,
+      registry: this.registry,
+      epochs: this.epochs,
+      counters: this.counters,
+      db: () => this.sdb,
+      source: () => this.dbDir,
+      beforeAccess: () => {
+        this.checkUsable();
+        this.startedProcessing();
+      },
+      isDisposed: () => this.disposed,
+    });
     this.timers = new RocksDbTimerService(this);
     this.ready = RocksDb.open(this.dbDir, this.openOptions).then(
       (db) => this.opened(db),
@@ -186,58 +191,20 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow, 
   // ---- current key -------------------------------------------------------------------------------------------
 
   setCurrentKey(key: Key): void {
-    const current = this.current;
-    if (current !== undefined && current.key === key) return;
-    const row = this.cache.get(key);
-    if (row === undefined) this.readMissing(key);
-    else this.current = row;
+    this.rows.setCurrentKey(key);
   }
 
   getCurrentKey(): Key {
-    return this.currentRow().key;
+    return this.rows.currentRow().key;
   }
 
   getCurrentKeyGroup(): number {
-    return this.currentRow().keyGroup;
-  }
-
-  currentRow(): Row {
-    const row = this.current;
-    if (row === undefined) throw new InternalError('keyed state was accessed before a current key was set');
-    return row;
+    return this.rows.currentRow().keyGroup;
   }
 
   /** See KeyedStateBackend.prefetch: one multi-get for every key of `keys` that is not cached. */
   prefetch(keys: readonly Key[]): void | Promise<void> {
-    let missing: Map<Key, Row> | undefined;
-    for (let i = 0; i < keys.length; i++) {
-      const key = keys[i] as Key;
-      if (this.cache.has(key) || missing?.has(key) === true) continue;
-      const keyGroup = keyGroupOf(key, this.maxParallelism);
-      if (keyGroup < this.keyGroupRange.start || keyGroup > this.keyGroupRange.end) continue;
-      (missing ??= new Map()).set(key, new Row(key, keyGroup));
-    }
-    if (missing === undefined) return;
-    this.checkUsable();
-    this.startedProcessing();
-    this.evict(this.cache.size + missing.size - this.options.cacheMaxKeys);
-    const sdb = this.sdb;
-    if (sdb === undefined || !this.mayHaveRows()) {
-      // Nothing stored yet (a fresh database, possibly still opening): every missing key is known to be absent.
-      for (const row of missing.values()) this.cache.insert(row);
-      return;
-    }
-    const rows = [...missing.values()];
-    const groupKeys = rows.map((r) => r.groupKey());
-    this.counters.prefetchReads++;
-    this.counters.prefetchedKeys += rows.length;
-    return sdb.read(groupKeys, this.epochsFor).then((found) => {
-      if (this.disposed) return;
-      for (let i = 0; i < rows.length; i++) {
-        const row = rows[i] as Row;
-        if (!this.cache.has(row.key)) this.cache.insert(this.rowFrom(row, found[i] as LookedUp));
-      }
-    });
+    return this.rows.prefetch(keys);
   }
 
   // ---- timers ------------------------------------------------------------------------------------------------
@@ -257,33 +224,11 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow, 
   }
 
   rowFor(key: Key): Row {
-    const current = this.current;
-    if (current !== undefined && current.key === key) return current;
-    const cached = this.cache.get(key);
-    if (cached !== undefined) return cached;
-    this.cacheRows([key]);
-    return this.cache.get(key) as Row;
+    return this.rows.rowFor(key);
   }
 
-  /** Like prefetch, but with one synchronous multi-get: for timer rounds, which the operator fires synchronously. */
   cacheRows(keys: readonly Key[]): void {
-    let missing = this.missingRows(keys);
-    if (missing === undefined) return;
-    this.checkUsable();
-    this.startedProcessing();
-    this.evict(this.cache.size + missing.size - this.options.cacheMaxKeys);
-    // The eviction may have taken keys of `keys` that were cached: look again.
-    missing = this.missingRows(keys);
-    if (missing === undefined) return;
-    const rows = [...missing.values()];
-    const sdb = this.sdb;
-    if (sdb === undefined || !this.mayHaveRows()) {
-      for (const row of rows) this.cache.insert(row);
-      return;
-    }
-    this.counters.syncReads++;
-    const found = sdb.readSync(rows.map((r) => r.groupKey()), this.epochsFor);
-    for (let i = 0; i < rows.length; i++) this.cache.insert(this.rowFrom(rows[i] as Row, found[i] as LookedUp));
+    this.rows.cacheRows(keys);
   }
 
   timerStateId(domain: TimerDomain): number {
@@ -296,43 +241,31 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow, 
     return id;
   }
 
-  private missingRows(keys: readonly Key[]): Map<Key, Row> | undefined {
-    let missing: Map<Key, Row> | undefined;
-    for (let i = 0; i < keys.length; i++) {
-      const key = keys[i] as Key;
-      if (this.cache.has(key) || missing?.has(key) === true) continue;
-      const keyGroup = keyGroupOf(key, this.maxParallelism);
-      if (keyGroup < this.keyGroupRange.start || keyGroup > this.keyGroupRange.end) throw this.wrongKeyGroup(key, keyGroup);
-      (missing ??= new Map()).set(key, new Row(key, keyGroup));
-    }
-    return missing;
-  }
-
   // ---- state handles -----------------------------------------------------------------------------------------
 
   getValueState<T>(descriptor: ValueStateDescriptor<T>): InternalValueState<T> {
     return this.register(descriptor, (id, ttl) =>
-      ttl === undefined ? new CachedValueState<T>(this, id) : ttlValueState(new CachedValueState<TtlValue<T>>(this, id), ttl),
+      ttl === undefined ? new CachedValueState<T>(this.rows, id) : ttlValueState(new CachedValueState<TtlValue<T>>(this.rows, id), ttl),
     );
   }
 
   getListState<T>(descriptor: ListStateDescriptor<T>): InternalListState<T> {
     return this.register(descriptor, (id, ttl) =>
-      ttl === undefined ? new CachedListState<T>(this, id) : ttlListState(new CachedListState<TtlValue<T>>(this, id), ttl),
+      ttl === undefined ? new CachedListState<T>(this.rows, id) : ttlListState(new CachedListState<TtlValue<T>>(this.rows, id), ttl),
     );
   }
 
   getMapState<UK extends Key, V>(descriptor: MapStateDescriptor<UK, V>): InternalMapState<UK, V> {
     return this.register(descriptor, (id, ttl) =>
-      ttl === undefined ? new CachedMapState<UK, V>(this, id) : ttlMapState(new CachedMapState<UK, TtlValue<V>>(this, id), ttl),
+      ttl === undefined ? new CachedMapState<UK, V>(this.rows, id) : ttlMapState(new CachedMapState<UK, TtlValue<V>>(this.rows, id), ttl),
     );
   }
 
   getReducingState<T>(descriptor: ReducingStateDescriptor<T>): InternalReducingState<T> {
     return this.register(descriptor, (id, ttl) =>
       ttl === undefined
-        ? new CachedReducingState<T>(this, id, descriptor.reduce)
-        : ttlReducingState(new CachedValueState<TtlValue<T>>(this, id), descriptor.reduce, ttl),
+        ? new CachedReducingState<T>(this.rows, id, descriptor.reduce)
+        : ttlReducingState(new CachedValueState<TtlValue<T>>(this.rows, id), descriptor.reduce, ttl),
     );
   }
 
@@ -341,8 +274,8 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow, 
   ): InternalAggregatingState<IN, ACC, OUT> {
     return this.register(descriptor, (id, ttl) =>
       ttl === undefined
-        ? new CachedAggregatingState<IN, ACC, OUT>(this, id, descriptor.aggregate)
-        : ttlAggregatingState(new CachedValueState<TtlValue<ACC>>(this, id), descriptor.aggregate, ttl),
+        ? new CachedAggregatingState<IN, ACC, OUT>(this.rows, id, descriptor.aggregate)
+        : ttlAggregatingState(new CachedValueState<TtlValue<ACC>>(this.rows, id), descriptor.aggregate, ttl),
     );
   }
 
@@ -351,39 +284,15 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow, 
   /** Scans the database (every key with state), so it costs a full read: for rare, whole-state operations. */
   keys(stateName: string, namespace: Namespace): Key[] {
     const info = this.registry.get(stateName);
-    if (info === undefined) return [];
-    const out: Key[] = [];
-    for (const row of this.cache.values()) if (row.slot(info.id)?.has(namespace) === true) out.push(row.key);
-    const sdb = this.sdb;
-    if (sdb === undefined || !this.mayHaveRows()) return out;
-    const view = sdb.view(this.epochs.epochsUpTo(this.epochs.current), true);
-    try {
-      while (view.next()) {
-        if (view.value.length === 0) continue;
-        const key = decodeGroupKey(view.groupKey);
-        if (this.cache.has(key)) continue;
-        const flat = decodeRow(view.value, this.dbDir);
-        for (let i = 0; i < flat.length; i += 3) {
-          if (flat[i] === info.id && flat[i + 1] === namespace) {
-            out.push(key);
-            break;
-          }
-        }
-      }
-    } finally {
-      view.close();
-    }
-    return out;
+    return info === undefined ? [] : this.rows.keysWith(info.id, namespace);
   }
 
   entryCount(): number {
-    let count = this.dbEntries;
-    for (const row of this.cache.values()) if (row.dirty) count += row.entryCount() - row.stored;
-    return count;
+    return this.rows.entryCount();
   }
 
   metrics(): RocksDbStateMetrics {
-    return { ...this.counters, cachedKeys: this.cache.size };
+    return { ...this.counters, cachedKeys: this.rows.cache.size };
   }
 
   /** The error of the last failed background materialisation or promotion, if any (they are retried). */
@@ -418,20 +327,9 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow, 
     const seal = new SealBatch(
       epoch,
       (row) => encodeLiveRow(row, this.registry),
-      (sdb, batch, groupKey, bytes) => this.putOverflow(sdb, batch, epoch, groupKey, bytes),
+      (sdb, batch, groupKey, bytes) => this.rows.putOverflow(sdb, batch, epoch, groupKey, bytes),
     );
-    for (const row of this.cache.values()) {
-      if (!row.dirty) continue;
-      row.dirty = false;
-      const entries = row.entryCount();
-      this.dbEntries += entries - row.stored;
-      row.stored = entries;
-      if (entries === 0 && !row.inDb) continue;
-      if (entries > 0) row.inDb = true;
-      seal.add(row);
-    }
-    if (seal.size > 0) this.hasStored = true;
-    this.counters.writtenRows += seal.size;
+    this.rows.sealDirtyRows(seal);
     const timerCounts = this.timers.sealPoint(id);
     if (this.sdb !== undefined) this.timers.flushIndex(this.sdb);
     const marker = {
@@ -440,7 +338,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow, 
       keyGroupStart: this.keyGroupRange.start,
       keyGroupEnd: this.keyGroupRange.end,
       maxParallelism: this.maxParallelism,
-      entryCount: this.dbEntries,
+      entryCount: this.rows.dbEntries,
       timers: timerCounts,
     };
     this.epochs.wrote(seal.size);
@@ -477,7 +375,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow, 
   async restore(snapshots: readonly KeyedStateHandle[], store?: SharedStateStore): Promise<void> {
     this.checkUsable();
     for (const snapshot of snapshots) checkMaxParallelism(snapshot.maxParallelism, this.maxParallelism);
-    if (!this.fresh || this.cache.size > 0 || this.epochs.hasRows()) {
+    if (!this.fresh || this.rows.cache.size > 0 || this.epochs.hasRows()) {
       throw new InternalError('keyed state can only be restored into a backend that has not been used yet');
     }
     if (snapshots.length === 0) return;
@@ -491,9 +389,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow, 
   async dispose(): Promise<void> {
     if (this.disposing !== undefined) return this.disposing;
     this.disposed = true;
-    this.cache.clear();
-    this.current = undefined;
-    this.dbEntries = 0;
+    this.rows.clear();
     this.disposing = (async () => {
       // Nothing may write to the database once it closes: seals, completions and background work stop first.
       await this.flushing.catch(() => undefined);
@@ -538,85 +434,8 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow, 
     }
   }
 
-  private mayHaveRows(): boolean {
-    return this.hasStored;
-  }
-
   private isOwnRange(range: KeyGroupRange): boolean {
     return range.start === this.keyGroupRange.start && range.end === this.keyGroupRange.end;
-  }
-
-  /** A key that was not prefetched becomes current: read now (one synchronous multi-get) or known absent. */
-  private readMissing(key: Key): void {
-    const keyGroup = keyGroupOf(key, this.maxParallelism);
-    if (keyGroup < this.keyGroupRange.start || keyGroup > this.keyGroupRange.end) throw this.wrongKeyGroup(key, keyGroup);
-    this.checkUsable();
-    this.startedProcessing();
-    let row = new Row(key, keyGroup);
-    const sdb = this.sdb;
-    if (sdb !== undefined && this.mayHaveRows()) {
-      this.counters.syncReads++;
-      const [found] = sdb.readSync([row.groupKey()], this.epochsFor);
-      row = this.rowFrom(row, found as LookedUp);
-    }
-    this.cache.insert(row);
-    this.current = row;
-    if (this.cache.size > this.options.cacheMaxKeys + this.slack) this.evict(this.cache.size - this.options.cacheMaxKeys);
-  }
-
-  private wrongKeyGroup(key: Key, keyGroup: number): InternalError {
-    return new InternalError(
-      `key ${JSON.stringify(key)} belongs to key group ${keyGroup}, outside this subtask's range ` +
-        `[${this.keyGroupRange.start}, ${this.keyGroupRange.end}]: records were partitioned to the wrong subtask`,
-    );
-  }
-
-  private rowFrom(placeholder: Row, found: LookedUp): Row {
-    if (found.value === undefined) {
-      placeholder.inDb = found.inDb;
-      return placeholder;
-    }
-    const row = decodeStoredRow(found.value, placeholder.key, placeholder.keyGroup, this.registry, this.dbDir);
-    row.setGroupKey(placeholder.groupKey());
-    return row;
-  }
-
-  private readonly epochsFor = (groupKey: Uint8Array, out: number[]): void => this.epochs.epochsFor(groupKey, out);
-
-  /** Every overflow write goes here: the epoch's key filter learns the key, so reads look in that epoch for it. */
-  private putOverflow(sdb: StateDb, batch: RocksBatch, epoch: number, groupKey: Bytes, bytes: Bytes | undefined): void {
-    sdb.putOverflow(batch, epoch, groupKey, bytes);
-    this.epochs.noteKey(epoch, groupKey);
-  }
-
-  /** Writes dirty victims to the current epoch and drops `count` rows from the cache (never the current one). */
-  private evict(count: number): void {
-    const sdb = this.sdb;
-    if (count <= 0 || sdb === undefined) return;
-    const victims = this.cache.takeVictims(count, this.current);
-    this.counters.evictedKeys += victims.length;
-    const epoch = this.epochs.current;
-    const batch = sdb.db.batch();
-    let written = 0;
-    for (const row of victims) {
-      // A checkpoint that has not written this row yet gets it now, into its own epoch.
-      const seal = row.pendingSeal;
-      if (seal !== undefined) this.putOverflow(sdb, batch, seal.epoch, row.groupKey(), seal.take(row));
-      if (!row.dirty) continue;
-      row.dirty = false;
-      const entries = row.entryCount();
-      this.dbEntries += entries - row.stored;
-      row.stored = entries;
-      if (entries === 0 && !row.inDb) continue;
-      if (entries > 0) row.inDb = true;
-      this.putOverflow(sdb, batch, epoch, row.groupKey(), encodeLiveRow(row, this.registry));
-      written++;
-    }
-    batch.write();
-    if (written === 0) return;
-    this.hasStored = true;
-    this.counters.writtenRows += written;
-    this.epochs.wrote(written);
   }
 
   private register<H>(
@@ -626,7 +445,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow, 
     const { info, isNewId } = this.registry.register(descriptor);
     if (info.kind !== undefined) return info.handle as H;
     if (isNewId) this.withDb((sdb) => this.persistName(sdb, info.id, info.name));
-    for (const row of this.cache.values()) {
+    for (const row of this.rows.cache.values()) {
       const slot = row.slot(info.id);
       if (slot !== undefined) slotToLive(slot, info.name, descriptor.kind);
     }
@@ -667,8 +486,8 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow, 
     this.dbDir = dir;
     this.epochs.reset(marker.sealedEpoch + 1, sdb.overflowEpochs());
     this.epochs.restored(handle.checkpointId, marker.sealedEpoch);
-    this.hasStored = true;
-    this.dbEntries = marker.entryCount;
+    this.rows.hasStored = true;
+    this.rows.dbEntries = marker.entryCount;
     this.timers.restored(marker.timers);
     this.checkpoints.chain = CheckpointChain.restored(handle.files, store, marker.sealedEpoch);
     this.counters.localRecoveries++;
@@ -690,9 +509,9 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow, 
       if (isFileKeyedStateSnapshot(snapshot)) await restorer.applyFiles(snapshot, store);
       else restorer.applyPlain(snapshot);
     }
-    this.dbEntries += restorer.entries;
+    this.rows.dbEntries += restorer.entries;
     this.timers.restored(restorer.timerCounts);
-    this.hasStored = true;
+    this.rows.hasStored = true;
     this.counters.fileRestores++;
     const throughEpoch = this.epochs.current - 1;
     if (exact !== undefined) {
@@ -704,7 +523,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, CurrentRow, 
         keyGroupStart: this.keyGroupRange.start,
         keyGroupEnd: this.keyGroupRange.end,
         maxParallelism: this.maxParallelism,
-        entryCount: this.dbEntries,
+        entryCount: this.rows.dbEntries,
         timers: restorer.timerCounts,
         files: exact.files,
       });
