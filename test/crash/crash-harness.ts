@@ -6,19 +6,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import { REPO_ROOT, type SluiceRun } from '../integration/sluice-process.ts';
+import { seededRandom } from '../harness/seeded-random.ts';
 
 const SLUICE = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
 
-/** Deterministic PRNG (mulberry32): the same seed gives the same kill schedule and input. */
-export function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export const random = seededRandom;
 
 export interface Txn {
   readonly account: string;

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSluice } from './sluice-process.ts';
+import { seededRandom as random } from '../harness/seeded-random.ts';
 
 const JOB = 'examples/fraud-detection.ts';
 const T0 = 1_700_000_000_000;
@@ -25,16 +26,6 @@ interface WindowRow {
   totalCents: number;
 }
 
-/** Deterministic PRNG (mulberry32), so a failure can be reproduced. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Input {
   readonly text: string;

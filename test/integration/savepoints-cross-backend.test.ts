@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { OutputRow } from '../fixtures/jobs/sequenced-window-totals.ts';
-import { runSluice, startSluice, type SluiceRun } from './sluice-process.ts';
+import { restUrl, runSluice, startSluice, type SluiceRun, waitFor } from './sluice-process.ts';
+import { seededRandom as random } from '../harness/seeded-random.ts';
 
 /**
  * A savepoint taken on one state backend and parallelism, restored on another, through `sluice run` / `sluice stop`
@@ -31,16 +32,6 @@ interface InputEvent {
   v: number;
 }
 
-/** Deterministic PRNG (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Out of order by less than the max delay relative to the running maximum, so no event is ever late. */
 function generateEvents(): InputEvent[] {
@@ -95,25 +86,6 @@ function committedRows(output: string): string[] {
     .filter((l) => l.length > 0)
     .map((l) => canonical(JSON.parse(l) as object))
     .sort();
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 25_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-/** The REST URL that `sluice run` recorded in its checkpoint folder. */
-function restUrl(checkpointDir: string): string | undefined {
-  try {
-    return (JSON.parse(readFileSync(join(checkpointDir, 'rest.json'), 'utf8')) as { url: string }).url;
-  } catch {
-    return undefined;
-  }
 }
 
 async function recordsRead(url: string): Promise<number> {

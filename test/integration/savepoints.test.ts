@@ -2,7 +2,8 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runSluice, startSluice } from './sluice-process.ts';
+import { restUrl, runSluice, startSluice, waitFor } from './sluice-process.ts';
+import { seededRandom as random } from '../harness/seeded-random.ts';
 
 /**
  * Savepoints end to end through the `sluice` command: stop with a savepoint through the REST API, restore at
@@ -20,16 +21,6 @@ const ACCOUNTS = 40;
  */
 const EVENTS = 1_500_000;
 
-/** Deterministic PRNG (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Row {
   account: string;
@@ -77,25 +68,6 @@ function committedRows(output: string): string[] {
     .flatMap((f) => readFileSync(join(output, f), 'utf8').split('\n'))
     .filter((l) => l.length > 0)
     .sort();
-}
-
-async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** The REST URL that `sluice run` recorded in its checkpoint folder. */
-function restUrl(checkpointDir: string): string | undefined {
-  try {
-    return (JSON.parse(readFileSync(join(checkpointDir, 'rest.json'), 'utf8')) as { url: string }).url;
-  } catch {
-    return undefined;
-  }
 }
 
 const hasPartFile = (output: string): true | undefined => {

@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -27,4 +29,24 @@ export function startSluice(args: readonly string[]): { child: ChildProcess; don
 
 export function runSluice(args: readonly string[]): Promise<SluiceRun> {
   return startSluice(args).done;
+}
+
+/** Polls `probe` every 25 ms until it returns a value (not undefined); fails after `timeoutMs`. */
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** The REST URL that `sluice run` recorded in its checkpoint folder, once it has. */
+export function restUrl(checkpointDir: string): string | undefined {
+  try {
+    return (JSON.parse(readFileSync(join(checkpointDir, 'rest.json'), 'utf8')) as { url: string }).url;
+  } catch {
+    return undefined;
+  }
 }

@@ -122,16 +122,7 @@ export class RowStore implements CurrentRow {
    * accounts for it as stored.
    */
   sealDirtyRows(seal: SealBatch): void {
-    for (const row of this.cache.values()) {
-      if (!row.dirty) continue;
-      row.dirty = false;
-      const entries = row.entryCount();
-      this.dbEntries += entries - row.stored;
-      row.stored = entries;
-      if (entries === 0 && !row.inDb) continue;
-      if (entries > 0) row.inDb = true;
-      seal.add(row);
-    }
+    for (const row of this.cache.values()) if (row.dirty && this.settle(row)) seal.add(row);
     if (seal.size > 0) this.hasStored = true;
     this.ctx.counters.writtenRows += seal.size;
   }
@@ -235,6 +226,20 @@ export class RowStore implements CurrentRow {
 
   private readonly epochsFor = (groupKey: Uint8Array, out: number[]): void => this.ctx.epochs.epochsFor(groupKey, out);
 
+  /**
+   * A dirty row is about to be written as it is now: it becomes clean and its entries count as stored. False when
+   * there is nothing to write (no state, and none in the database to delete).
+   */
+  private settle(row: Row): boolean {
+    row.dirty = false;
+    const entries = row.entryCount();
+    this.dbEntries += entries - row.stored;
+    row.stored = entries;
+    if (entries === 0 && !row.inDb) return false;
+    if (entries > 0) row.inDb = true;
+    return true;
+  }
+
   /** Writes dirty victims to the current epoch and drops `count` rows from the cache (never the current one). */
   private evict(count: number): void {
     const sdb = this.ctx.db();
@@ -249,13 +254,7 @@ export class RowStore implements CurrentRow {
       // A checkpoint that has not written this row yet gets it now, into its own epoch.
       const seal = row.pendingSeal;
       if (seal !== undefined) this.putOverflow(sdb, batch, seal.epoch, row.groupKey(), seal.take(row));
-      if (!row.dirty) continue;
-      row.dirty = false;
-      const entries = row.entryCount();
-      this.dbEntries += entries - row.stored;
-      row.stored = entries;
-      if (entries === 0 && !row.inDb) continue;
-      if (entries > 0) row.inDb = true;
+      if (!row.dirty || !this.settle(row)) continue;
       this.putOverflow(sdb, batch, epoch, row.groupKey(), encodeLiveRow(row, registry));
       written++;
     }
