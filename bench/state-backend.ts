@@ -4,8 +4,9 @@
 // child process (fresh heap, its own --max-old-space-size). Results go to docs/state.md by hand.
 // Usage: npx tsx bench/state-backend.ts [--quick] [--only binding|hot|distinct|scale|restore|timers]
 import { spawnSync } from 'node:child_process';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { keyGroupOf } from '../lib/core/index.ts';
@@ -21,6 +22,7 @@ import {
 import { MemoryKeyedStateBackend } from '../lib/state/memory/memory-backend.ts';
 import { RocksDbKeyedStateBackend } from '../lib/state/rocksdb/index.ts';
 import { RocksDb } from '../lib/state/rocksdb/binding.ts';
+import { CHECKPOINT_TIMINGS_CHANNEL, type CheckpointTiming } from '../lib/state/rocksdb/incremental-checkpoints.ts';
 import { SharedStateDirectory } from '../lib/storage/fs/shared-state-directory.ts';
 
 const MAX_PARALLELISM = 128;
@@ -51,7 +53,15 @@ interface RestoreCase {
   readonly heapMb: number;
 }
 
-type Case = WorkloadCase | RestoreCase | { kind: 'binding'; name: string; heapMb: number } | { kind: 'timers'; name: string; heapMb: number; timers: number };
+interface TimersCase {
+  readonly kind: 'timers';
+  readonly name: string;
+  readonly backend: 'heap' | 'rocksdb';
+  readonly heapMb: number;
+  readonly timers: number;
+}
+
+type Case = WorkloadCase | RestoreCase | { kind: 'binding'; name: string; heapMb: number } | TimersCase;
 
 const sumCount: AggregateFunction<number, { s: number; c: number }, number> = {
   createAccumulator: () => ({ s: 0, c: 0 }),
@@ -190,6 +200,16 @@ async function runRestore(c: RestoreCase, dir: string): Promise<Record<string, s
     }
   }
   const fill = (performance.now() - t0) / 1000;
+  // The incremental asynchronous phase's steps (from the backend's timings channel), its CPU time (the whole process: RocksDB's
+  // threads too) and whether the background materialisation of checkpoint 1 was still running meanwhile.
+  const steps: CheckpointTiming[] = [];
+  let materializedAt = Number.POSITIVE_INFINITY;
+  const onTiming = (message: unknown): void => {
+    const timing = message as CheckpointTiming;
+    if (timing.checkpointId === 2) steps.push(timing);
+    if (timing.event === 'file' && timing.background) materializedAt = Math.min(materializedAt, performance.now());
+  };
+  subscribe(CHECKPOINT_TIMINGS_CHANNEL, onTiming);
   const { handle, asyncMs } = await complete(b, 1, store);
   if (!('files' in handle)) throw new Error('expected files');
   const fileBytes = handle.files.reduce((n, f) => n + f.bytes, 0);
@@ -208,7 +228,15 @@ async function runRestore(c: RestoreCase, dir: string): Promise<Record<string, s
     }
   }
   const changeS = (performance.now() - tc) / 1000;
+  const load = loadavg()[0] ?? 0;
+  const cpu0 = process.cpuUsage();
   const incremental = await complete(b, 2, store);
+  const cpu = process.cpuUsage(cpu0);
+  const incrementalStart = performance.now() - incremental.asyncMs;
+  unsubscribe(CHECKPOINT_TIMINGS_CHANNEL, onTiming);
+  const completed = steps.find((t): t is Extract<CheckpointTiming, { event: 'completed' }> => t.event === 'completed');
+  const file = steps.find((t): t is Extract<CheckpointTiming, { event: 'file' }> => t.event === 'file' && !t.background);
+  const ms = (n: number | undefined): string => (n === undefined ? '?' : n.toFixed(0));
   if (!('files' in incremental.handle)) throw new Error('expected files');
   const known = new Set(handle.files.map((f) => f.path));
   const newBytes = incremental.handle.files.filter((f) => !known.has(f.path)).reduce((n, f) => n + f.bytes, 0);
@@ -241,6 +269,15 @@ async function runRestore(c: RestoreCase, dir: string): Promise<Record<string, s
     'incremental checkpoint MB': mb(newBytes),
     'incremental / full': `${((100 * newBytes) / fileBytes).toFixed(2)}%`,
     'incremental async s': (incremental.asyncMs / 1000).toFixed(2),
+    'incremental async CPU s': ((cpu.user + cpu.system) / 1e6).toFixed(2),
+    'incremental ms: seal flush / write file / put / rest': [
+      ms(completed?.flushWaitMs),
+      ms(file?.writeMs),
+      ms(file?.putMs),
+      ms(incremental.asyncMs - (completed?.flushWaitMs ?? 0) - (file === undefined ? 0 : file.writeMs + file.putMs)),
+    ].join(' / '),
+    'materialisation meanwhile': String(materializedAt > incrementalStart),
+    'load avg (1 min)': load.toFixed(1),
     'restore from files s': downloadS.toFixed(1),
     'restore MB/s': fmt(fileBytes / 1_000_000 / downloadS),
     'local recovery s': localS.toFixed(2),
@@ -294,22 +331,54 @@ async function runBinding(dir: string): Promise<Record<string, string | number>>
   };
 }
 
-/** Heap bytes per pending timer in HeapTimerService (one timer per key and window). */
-function runTimers(count: number): Record<string, string | number> {
+/**
+ * Pending timers, one per key (a window end): heap bytes per timer, registration and firing rates. The heap service
+ * holds every timer; the RocksDB one holds only its cache of rows (the default 100,000 keys) whatever the count.
+ * Registration goes through the operator's path (a prefetched batch of keys, the key current, then the timer);
+ * firing pops rounds until an empty one and makes each timer's key current, as operators do.
+ */
+async function runTimers(c: TimersCase, dir: string): Promise<Record<string, string | number>> {
+  const count = c.timers;
   global.gc?.();
   const before = process.memoryUsage().heapUsed;
-  const timers = new HeapTimerService({ maxParallelism: MAX_PARALLELISM });
-  for (let i = 0; i < count; i++) timers.registerEventTimeTimer(`key-${i}`, 60_000 * (i % 10), 60_000 * (i % 10) + 59_999);
+  const backend = c.backend === 'rocksdb' ? (newBackend('rocksdb', join(dir, 'state')) as RocksDbKeyedStateBackend) : undefined;
+  await backend?.open();
+  const timers = backend === undefined ? new HeapTimerService({ maxParallelism: MAX_PARALLELISM }) : backend.timerService();
+  const keys = new Array<string>(BATCH);
+  const t0 = performance.now();
+  for (let i = 0; i < count; i += BATCH) {
+    for (let j = 0; j < BATCH; j++) keys[j] = `key-${i + j}`;
+    await backend?.prefetch(keys);
+    for (let j = 0; j < BATCH; j++) {
+      const key = keys[j] as string;
+      backend?.setCurrentKey(key);
+      const window = 60_000 * ((i + j) % 10);
+      timers.registerEventTimeTimer(key, window, window + 59_999);
+    }
+  }
+  const registerS = (performance.now() - t0) / 1000;
   global.gc?.();
-  const after = process.memoryUsage().heapUsed;
-  const perTimer = (after - before) / count;
+  const heap = process.memoryUsage().heapUsed - before;
+  const pending = timers.eventTimerCount();
+  const t1 = performance.now();
+  let fired = 0;
+  for (let round = timers.popEventTimeTimers(Infinity); round.length > 0; round = timers.popEventTimeTimers(Infinity)) {
+    if (backend !== undefined) {
+      await backend.prefetch(round.map((t) => t.key));
+      for (const t of round) backend.setCurrentKey(t.key);
+    }
+    fired += round.length;
+  }
+  const fireS = (performance.now() - t1) / 1000;
+  await backend?.dispose();
   return {
-    case: 'heap timers',
-    timers: fmt(count),
-    'heap MB': mb(after - before),
-    'bytes per timer (incl. key string)': fmt(perTimer),
-    'timers that fit 512 MB': fmt(512_000_000 / perTimer),
-    pending: timers.eventTimerCount(),
+    case: `${c.backend === 'rocksdb' ? 'RocksDB' : 'heap'} timers`,
+    timers: fmt(pending),
+    'heap MB while pending': mb(heap),
+    'heap bytes per timer': fmt(heap / count),
+    'register timers/s': fmt(count / registerS),
+    'fire timers/s': fmt(fired / fireS),
+    fired: fmt(fired),
   };
 }
 
@@ -320,10 +389,16 @@ async function runChild(c: Case): Promise<void> {
     if (c.kind === 'workload') result = await runWorkload(c, dir);
     else if (c.kind === 'restore') result = await runRestore(c, dir);
     else if (c.kind === 'binding') result = await runBinding(dir);
-    else result = runTimers(c.timers);
+    else result = await runTimers(c, dir);
     process.stdout.write(`${JSON.stringify(result)}\n`);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    // A failed cleanup does not fail the case (its result is printed already): a disposed backend may still be
+    // deleting, or RocksDB still closing, a database directory in the background.
+    try {
+      rmSync(dir, { recursive: true, force: true, maxRetries: 10 });
+    } catch (err) {
+      console.error(`could not remove ${dir}: ${String(err)}`);
+    }
   }
 }
 
@@ -393,7 +468,8 @@ function cases(quick: boolean, only: string | undefined): Case[] {
       heapMb: 512,
     },
     { group: 'restore', kind: 'restore', name: '~1 GB of state', keys: n(4_000_000), valueBytes: 240, heapMb: 512 },
-    { group: 'timers', kind: 'timers', name: 'timers', heapMb: 4096, timers: n(1_000_000) },
+    { group: 'timers', kind: 'timers', name: 'heap timers', backend: 'heap', heapMb: 4096, timers: n(2_000_000) },
+    { group: 'timers', kind: 'timers', name: 'RocksDB timers', backend: 'rocksdb', heapMb: 256, timers: n(2_000_000) },
   ];
   return all.filter((c) => only === undefined || c.group === only);
 }

@@ -93,8 +93,11 @@ export class StateFileWriter {
     this.written += bytes;
   }
 
-  /** Writes the rest and the footer, syncs and closes. Returns the file's size. */
-  async finish(): Promise<number> {
+  /**
+   * Writes the rest and the footer and closes. Returns the file's size. `sync: false` leaves the fsync to whoever
+   * makes the file durable where it ends up (a shared state store's `put` does), rather than syncing it twice.
+   */
+  async finish(options: { readonly sync?: boolean } = {}): Promise<number> {
     this.sealBlock();
     const footer = Buffer.alloc(FOOTER_BYTES);
     footer.writeUInt32BE(0, 0);
@@ -106,7 +109,7 @@ export class StateFileWriter {
     this.readyBytes += footer.length;
     await this.drain();
     try {
-      await this.file.sync();
+      if (options.sync !== false) await this.file.sync();
       await this.file.close();
     } catch (cause) {
       throw new StateIoError('close keyed state file', this.path, cause);

@@ -1,5 +1,7 @@
+import { channel } from 'node:diagnostics_channel';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { InternalError, type KeyGroupRange } from '../../core/index.ts';
 import type { FileKeyedStateSnapshot, PendingKeyedSnapshot, SharedStateFileRef, SharedStateStore } from '../backend.ts';
 import type { StateFileKind } from '../files/state-file-format.ts';
@@ -10,6 +12,37 @@ import type { RocksDbStateMetrics } from './rocksdb-metrics.ts';
 import { writeViewToFile, type TtlCut } from './snapshot-files.ts';
 import type { StateDb } from './state-db.ts';
 import type { StateRegistry } from './state-registry.ts';
+
+/** Diagnostics channel with the timings of the asynchronous phase (benchmarks, tracing); free without subscribers. */
+export const CHECKPOINT_TIMINGS_CHANNEL = 'sluice:rocksdb:checkpoint-timings';
+
+/** Messages on CHECKPOINT_TIMINGS_CHANNEL (milliseconds). */
+export type CheckpointTiming =
+  | {
+      /** A state file was written and put into the store (by a completion, or by a background materialisation). */
+      readonly event: 'file';
+      readonly checkpointId: number;
+      readonly kind: StateFileKind;
+      readonly background: boolean;
+      readonly bytes: number;
+      readonly rows: number;
+      /** Reading the view and writing the local file. */
+      readonly writeMs: number;
+      /** `store.put`. */
+      readonly putMs: number;
+      /** Closing the view and deleting the local file. */
+      readonly cleanupMs: number;
+    }
+  | {
+      /** A completion (the asynchronous phase) finished. */
+      readonly event: 'completed';
+      readonly checkpointId: number;
+      /** Waiting for the synchronous phase's rows to be written into the sealed epoch. */
+      readonly flushWaitMs: number;
+      readonly totalMs: number;
+    };
+
+const timings = channel(CHECKPOINT_TIMINGS_CHANNEL);
 
 /** What a checkpoint's synchronous phase fixed: everything else is derived from the database later. */
 export interface SealedSnapshot {
@@ -53,6 +86,7 @@ export class IncrementalCheckpoints {
   private promoting: Promise<void> | undefined;
   private lastCompletion: Promise<unknown> = Promise.resolve();
   private readonly views = new Set<MergedView>();
+  private readonly pacer = new BackgroundPacer();
   private sequence = 0;
   lastBackgroundError: unknown;
 
@@ -67,11 +101,14 @@ export class IncrementalCheckpoints {
       complete: (store) => {
         if (result === undefined) {
           const previous = this.lastCompletion;
+          this.pacer.enter();
           result = previous.then(
             () => this.complete(sealed, store),
             () => this.complete(sealed, store),
           );
           this.lastCompletion = result;
+          const leave = (): void => this.pacer.leave();
+          result.then(leave, leave);
         }
         return result;
       },
@@ -95,7 +132,7 @@ export class IncrementalCheckpoints {
     if (epochs.promotable(limit()) === undefined) return;
     this.promoting = (async () => {
       for (let e = epochs.promotable(limit()); e !== undefined && !this.ctx.isDisposed(); e = epochs.promotable(limit())) {
-        if (!epochs.isEmpty(e) && !(await sdb.promote(e, () => this.ctx.isDisposed()))) return;
+        if (!epochs.isEmpty(e) && !(await sdb.promote(e, () => this.ctx.isDisposed(), this.pacer.pace))) return;
         epochs.promoted(e);
         this.ctx.metrics.promotedEpochs++;
       }
@@ -109,6 +146,7 @@ export class IncrementalCheckpoints {
   /** Stops background work and open snapshot views (their files fail rather than end short), then waits for it. */
   async stop(): Promise<void> {
     for (const view of this.views) view.cancel();
+    this.pacer.release();
     await Promise.allSettled([this.lastCompletion, this.materializing, this.promoting]);
   }
 
@@ -122,7 +160,9 @@ export class IncrementalCheckpoints {
   }
 
   private async complete(sealed: SealedSnapshot, store: SharedStateStore): Promise<FileKeyedStateSnapshot> {
+    const started = performance.now();
     await sealed.flushed;
+    const flushWaitMs = performance.now() - started;
     const sdb = await this.ctx.database();
     const epochs = this.ctx.epochs;
     let files: SharedStateFileRef[];
@@ -151,6 +191,10 @@ export class IncrementalCheckpoints {
     }
     recordMarkerFiles(sdb, sealed.checkpointId, files);
     this.promote(sdb);
+    if (timings.hasSubscribers) {
+      const timing: CheckpointTiming = { event: 'completed', checkpointId: sealed.checkpointId, flushWaitMs, totalMs: performance.now() - started };
+      timings.publish(timing);
+    }
     return {
       kind: 'files',
       checkpointId: sealed.checkpointId,
@@ -164,7 +208,7 @@ export class IncrementalCheckpoints {
   private materialize(sdb: StateDb, sealed: SealedSnapshot, store: SharedStateStore): void {
     // The view is opened now, before any later checkpoint completes and promotes epochs past this one.
     const view = sdb.view(this.ctx.epochs.epochsUpTo(sealed.sealedEpoch), true);
-    this.materializing = this.writeFile(view, 'full', sealed, store)
+    this.materializing = this.writeFile(view, 'full', sealed, store, true)
       .then((ref) => {
         this.base = { ref, throughEpoch: sealed.sealedEpoch, store };
       })
@@ -174,10 +218,14 @@ export class IncrementalCheckpoints {
       });
   }
 
-  private async writeFile(view: MergedView, kind: StateFileKind, sealed: SealedSnapshot, store: SharedStateStore): Promise<SharedStateFileRef> {
+  private async writeFile(view: MergedView, kind: StateFileKind, sealed: SealedSnapshot, store: SharedStateStore, background = false): Promise<SharedStateFileRef> {
     this.views.add(view);
     const name = `${this.ctx.filePrefix}-${sealed.checkpointId}-${kind}-${this.sequence++}`;
     const local = join(this.ctx.tempDir, name);
+    const started = performance.now();
+    let written: { bytes: number; rows: number } | undefined;
+    let wroteAt = 0;
+    let putAt = 0;
     try {
       await mkdir(this.ctx.tempDir, { recursive: true });
       const header = {
@@ -187,8 +235,11 @@ export class IncrementalCheckpoints {
         keyGroupRange: this.ctx.keyGroupRange,
         states: this.ctx.registry.dictionary(),
       };
-      await writeViewToFile(local, header, view, sealed.ttl);
+      // No fsync of the local file: the store's put makes the stored file durable, the local one is transient.
+      written = await writeViewToFile(local, header, view, sealed.ttl, { sync: false, pace: background ? this.pacer.pace : undefined });
+      wroteAt = performance.now();
       const ref = await store.put(name, local);
+      putAt = performance.now();
       const metrics = this.ctx.metrics;
       if (kind === 'full') {
         metrics.fullFiles++;
@@ -201,7 +252,22 @@ export class IncrementalCheckpoints {
     } finally {
       this.views.delete(view);
       view.close();
+      // The store may have taken the file over already; this removes it when it did not (or the put failed).
       await rm(local, { force: true });
+      if (putAt > 0 && written !== undefined && timings.hasSubscribers) {
+        const timing: CheckpointTiming = {
+          event: 'file',
+          checkpointId: sealed.checkpointId,
+          kind,
+          background,
+          bytes: written.bytes,
+          rows: written.rows,
+          writeMs: wroteAt - started,
+          putMs: putAt - wroteAt,
+          cleanupMs: performance.now() - putAt,
+        };
+        timings.publish(timing);
+      }
     }
   }
 
@@ -219,4 +285,44 @@ function recordMarkerFiles(sdb: StateDb, checkpointId: number, files: readonly S
   const batch = sdb.db.batch();
   sdb.putMarker(batch, { ...marker, files: files.map((f) => ({ path: f.path, bytes: f.bytes, sha256: f.sha256 })) });
   batch.write();
+}
+
+/** Longest a background step waits for running completions before it runs one more slice anyway (no starvation). */
+const MAX_BACKGROUND_WAIT_MS = 500;
+
+/**
+ * Background work (materialisation, promotion) steps aside while checkpoints complete: its slices share the
+ * thread and the disk with the completion, whose duration the next checkpoint waits for. At each yield point it
+ * waits until no completion runs, or at most MAX_BACKGROUND_WAIT_MS, then runs one more slice.
+ */
+class BackgroundPacer {
+  private active = 0;
+  private waiters: (() => void)[] = [];
+
+  enter(): void {
+    this.active++;
+  }
+
+  leave(): void {
+    if (--this.active === 0) this.release();
+  }
+
+  /** Lets every waiting slice run now. */
+  release(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  readonly pace = async (): Promise<void> => {
+    await yieldToEventLoop();
+    if (this.active === 0) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, MAX_BACKGROUND_WAIT_MS);
+      this.waiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  };
 }

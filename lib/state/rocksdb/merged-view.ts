@@ -69,27 +69,26 @@ export class MergedView {
   next(): boolean {
     if (this.cancelled) throw new InternalError('the keyed state backend was disposed while a snapshot was being written');
     const readers = this.readers;
-    let min: LayerReader | undefined;
-    for (const r of readers) {
-      if (r.done) continue;
-      if (min === undefined || compareGroupKeys(r, min) < 0) min = r;
+    const count = readers.length;
+    // Lowest key; among equal keys the first layer, so the layers holding the same key all come after it.
+    let minAt = -1;
+    for (let i = 0; i < count; i++) {
+      const r = readers[i] as LayerReader;
+      if (!r.done && (minAt < 0 || compareGroupKeys(r, readers[minAt] as LayerReader) < 0)) minAt = i;
     }
-    if (min === undefined) return false;
-    let winner = min;
+    if (minAt < 0) return false;
+    const min = readers[minAt] as LayerReader;
     const minKey = min.key();
     const minStrip = min.strip;
-    for (const r of readers) {
-      if (r.done || r === min) continue;
-      if (r.key().compare(minKey, minStrip, minKey.length, r.strip) === 0) {
-        if (readers.indexOf(r) > readers.indexOf(winner)) winner = r;
-      }
+    let value = min.value();
+    for (let i = minAt + 1; i < count; i++) {
+      const r = readers[i] as LayerReader;
+      if (r.done || r.key().compare(minKey, minStrip, minKey.length, r.strip) !== 0) continue;
+      value = r.value();
+      r.advance();
     }
     this.groupKey = minKey.subarray(minStrip);
-    this.value = winner.value();
-    for (const r of readers) {
-      if (r.done || r === min) continue;
-      if (r.key().compare(minKey, minStrip, minKey.length, r.strip) === 0) r.advance();
-    }
+    this.value = value;
     min.advance();
     return true;
   }

@@ -16,33 +16,56 @@ export interface TtlCut {
 /** Rows between yields to the event loop while a file is written (the task keeps processing meanwhile). */
 const ROWS_PER_YIELD = 4096;
 
+export interface WriteViewOptions {
+  /**
+   * Awaited every few thousand rows, so other work on the thread runs meanwhile (default: one turn of the event
+   * loop). Background writers pass one that also waits while a checkpoint completes.
+   */
+  readonly pace?: () => Promise<void>;
+  /** fsync the file (default true); false when it is handed to a store whose `put` makes it durable. */
+  readonly sync?: boolean;
+}
+
 /**
  * Writes the rows of `view` into a state file. A 'full' file leaves out keys without state; a 'changes' file
  * keeps them as tombstones (they delete what earlier files said). Entries whose TTL expired before the cut are
- * left out, as the memory backend leaves them out of its snapshots.
+ * left out, as the memory backend leaves them out of its snapshots. Returns the file's size and rows.
  */
-export async function writeViewToFile(path: string, header: StateFileHeader, view: MergedView, ttl: TtlCut): Promise<number> {
+export async function writeViewToFile(
+  path: string,
+  header: StateFileHeader,
+  view: MergedView,
+  ttl: TtlCut,
+  options: WriteViewOptions = {},
+): Promise<{ bytes: number; rows: number }> {
+  const pace = options.pace ?? yieldOnce;
   const writer = await StateFileWriter.create(path, header);
   const tombstones = header.kind === 'changes';
+  const expiring = ttl.states.size > 0;
   try {
     let sinceYield = 0;
     while (view.next()) {
       let value: Uint8Array | undefined = view.value.length === 0 ? undefined : view.value;
-      if (value !== undefined && ttl.states.size > 0) value = dropExpired(value, ttl, path);
+      if (value !== undefined && expiring) value = dropExpired(value, ttl, path);
       if (value !== undefined || tombstones) writer.addRow(view.groupKey, value);
       if (writer.needsDrain) await writer.drain();
       if (++sinceYield >= ROWS_PER_YIELD) {
         sinceYield = 0;
-        await yieldToEventLoop();
+        await pace();
       }
     }
-    return await writer.finish();
+    const bytes = await writer.finish({ sync: options.sync ?? true });
+    return { bytes, rows: writer.rows };
   } catch (err) {
     await writer.abort();
     throw err;
   } finally {
     view.close();
   }
+}
+
+async function yieldOnce(): Promise<void> {
+  await yieldToEventLoop();
 }
 
 /** The row without expired TTL entries: the same bytes when nothing expired, undefined when nothing is left. */

@@ -119,9 +119,10 @@ export class StateDb {
   /**
    * Copies epoch `epoch`'s overflow rows into the main area, a chunk per batch, then drops the epoch with one
    * range delete. Every step keeps the layered view unchanged (until the range delete the epoch still holds the
-   * same rows above the main area), so reads and checkpoints may interleave.
+   * same rows above the main area), so reads and checkpoints may interleave. `pace` is awaited between chunks
+   * (default: one turn of the event loop).
    */
-  async promote(epoch: number, isCancelled: () => boolean): Promise<boolean> {
+  async promote(epoch: number, isCancelled: () => boolean, pace: () => Promise<void> = yieldOnce): Promise<boolean> {
     const [gte, lt] = overflowRange(epoch, epoch);
     const cursor = this.db.cursor(gte, lt);
     try {
@@ -134,7 +135,7 @@ export class StateDb {
           else batch.put(main, value);
         }
         batch.write();
-        await yieldToEventLoop();
+        await pace();
         if (isCancelled()) return false;
       }
     } finally {
@@ -178,6 +179,10 @@ export class StateDb {
       cursor.close();
     }
   }
+}
+
+async function yieldOnce(): Promise<void> {
+  await yieldToEventLoop();
 }
 
 /** Appends to `out` the overflow epochs (newest first) that may hold `groupKey`. */

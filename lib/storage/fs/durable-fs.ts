@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 
 /** Writes `data` to a new file and fsyncs it, so a later rename publishes bytes that are on disk. */
 export async function writeFileDurably(path: string, data: Uint8Array): Promise<void> {
@@ -37,6 +37,36 @@ export async function sha256Hex(data: Uint8Array): Promise<string> {
     hash.update(data.subarray(offset, offset + HASH_SLICE));
   }
   return hash.digest('hex');
+}
+
+const READ_SLICE = 4 * 1024 * 1024;
+
+/**
+ * Size and hex SHA-256 of a file, and makes its bytes durable: the fsync runs while the file is read and hashed
+ * (the disk flush and the hashing overlap), one open for both.
+ */
+export async function fileSizeAndSha256Durably(path: string): Promise<{ bytes: number; sha256: string }> {
+  // Opened for writing too: some platforms (Windows) refuse to flush a handle opened read-only.
+  const handle = await open(path, 'r+');
+  try {
+    const [digest] = await Promise.all([hashOpenFile(handle), handle.sync()]);
+    return digest;
+  } finally {
+    await handle.close();
+  }
+}
+
+async function hashOpenFile(handle: FileHandle): Promise<{ bytes: number; sha256: string }> {
+  const hash = createHash('sha256');
+  const buffer = Buffer.allocUnsafe(READ_SLICE);
+  let bytes = 0;
+  for (;;) {
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, bytes);
+    if (bytesRead === 0) break;
+    hash.update(buffer.subarray(0, bytesRead));
+    bytes += bytesRead;
+  }
+  return { bytes, sha256: hash.digest('hex') };
 }
 
 /** Size and hex SHA-256 of a file, streamed so verifying a checkpoint does not load it into memory. */

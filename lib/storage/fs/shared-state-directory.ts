@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { copyFile, mkdir, open, readdir, rename, rm, unlink } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, rename, rm, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { SHARED_DIR_NAME, parseSharedFilePath, sharedFilePath } from '../../checkpoint/naming.ts';
 import type { SharedStateFileRef, SharedStateStore } from '../../state/index.ts';
 import { CheckpointCorruptError, CheckpointIoError } from '../errors.ts';
-import { fileSizeAndSha256, fsyncDirectory } from './durable-fs.ts';
+import { fileSizeAndSha256, fileSizeAndSha256Durably, fsyncDirectory } from './durable-fs.ts';
 
 function errorCode(error: unknown): string | undefined {
   return typeof error === 'object' && error !== null ? (error as NodeJS.ErrnoException).code : undefined;
@@ -14,7 +14,7 @@ function errorCode(error: unknown): string | undefined {
 /**
  * The `shared/` folder of a checkpoint directory (or of a self-contained savepoint): state files that several
  * checkpoints refer to. A file is published by rename after fsync, so it is whole or absent; putting a name that
- * exists keeps the existing file (a retried asynchronous phase puts the same bytes again).
+ * exists replaces it with the same bytes (a retried asynchronous phase puts the same bytes again).
  */
 export class SharedStateDirectory implements SharedStateStore {
   private readonly dir: string;
@@ -24,6 +24,11 @@ export class SharedStateDirectory implements SharedStateStore {
     this.dir = join(root, SHARED_DIR_NAME);
   }
 
+  /**
+   * Publishes `localPath` as `name`. The local file is taken over: on the same file system it is moved (no copy),
+   * across file systems it is copied; either way the caller only deletes it afterwards. The bytes are fsynced and
+   * hashed in one pass before the rename that publishes them, and the rename is durable when this resolves.
+   */
   async put(name: string, localPath: string): Promise<SharedStateFileRef> {
     const path = sharedFilePath(name);
     const target = join(this.root, path);
@@ -34,8 +39,8 @@ export class SharedStateDirectory implements SharedStateStore {
         await fsyncDirectory(dirname(this.dir));
         this.durable = true;
       }
-      await copyDurably(localPath, temp);
-      const { bytes, sha256 } = await fileSizeAndSha256(temp);
+      await moveOrCopy(localPath, temp);
+      const { bytes, sha256 } = await fileSizeAndSha256Durably(temp);
       await rename(temp, target);
       await fsyncDirectory(this.dir);
       return { path, bytes, sha256 };
@@ -106,12 +111,12 @@ export class SharedStateDirectory implements SharedStateStore {
   }
 }
 
-async function copyDurably(from: string, to: string): Promise<void> {
-  await copyFile(from, to);
-  const handle = await open(to, 'r+');
+/** Moves `from` to `to` by rename; copies it (a reflink where the file system can) when they are on different devices. */
+async function moveOrCopy(from: string, to: string): Promise<void> {
   try {
-    await handle.sync();
-  } finally {
-    await handle.close();
+    await rename(from, to);
+  } catch (error) {
+    if (errorCode(error) !== 'EXDEV') throw error;
+    await copyFile(from, to, constants.COPYFILE_FICLONE);
   }
 }
