@@ -98,6 +98,8 @@ export async function runInThisThread(env: StreamEnvironment, options: InThreadR
         await runTasks(tasks);
         return summarize(started, tasks.map((t) => t.metrics));
       } finally {
+        // A failed attempt's checkpoints still being written would race the next attempt's clean-up of them.
+        await hub.idle();
         await driver.stop();
         lastCheckpointId = driver.lastCheckpointId;
       }

@@ -27,6 +27,8 @@ export class CheckpointHub implements CheckpointParticipant {
   private readonly listeners: ((checkpointId: number) => void)[] = [];
   /** Encoded size of each task's previous snapshot (by file name): the next one is usually about as large. */
   private readonly lastBytes = new Map<string, number>();
+  /** Asynchronous phases still running (a failed attempt waits for them before its checkpoints are cleaned up). */
+  private readonly writing = new Set<Promise<void>>();
 
   constructor(
     private readonly storage: CheckpointStorage,
@@ -37,7 +39,7 @@ export class CheckpointHub implements CheckpointParticipant {
     const task = { vertex: snapshot.vertex, subtask: snapshot.subtask };
     const name = taskStateFileName(task);
     const started = performance.now();
-    void (async () => {
+    const write = (async () => {
       try {
         // The task returns to its input before the encoding starts. The copy stays valid meanwhile: it owns its
         // containers and shares only values, which must not be mutated once in state (MemoryKeyedStateBackend).
@@ -59,6 +61,13 @@ export class CheckpointHub implements CheckpointParticipant {
         this.link.decline(checkpointId, task, err instanceof Error ? err.message : String(err));
       }
     })();
+    this.writing.add(write);
+    void write.finally(() => this.writing.delete(write));
+  }
+
+  /** Resolves once every asynchronous phase started so far has written its files or given up. */
+  async idle(): Promise<void> {
+    while (this.writing.size > 0) await Promise.allSettled([...this.writing]);
   }
 
   sourceFinished(task: TaskId): void {
