@@ -181,9 +181,10 @@ export class CachedMapState<UK extends Key, V> extends CachedHandle<Map<UK, V>> 
 /** Folds the values of other namespaces into the target with `combine`, for the current key. */
 function mergeInto(row: Row, slot: Slot | undefined, target: Namespace, sources: readonly Namespace[], combine: (a: unknown, b: unknown) => unknown): void {
   if (slot === undefined || !hasSource(slot, target, sources)) return;
-  // Combine first: a throwing merge function leaves the entries as they were.
+  // Combine first: a throwing merge function leaves the entries as they were. A source named twice counts once
+  // (as in the memory backend, where the first merge already removed it).
   let merged = slot.get(target);
-  for (const source of sources) {
+  for (const source of new Set(sources)) {
     if (source === target) continue;
     const v = slot.get(source);
     if (v !== undefined) merged = merged === undefined ? v : combine(merged, v);
