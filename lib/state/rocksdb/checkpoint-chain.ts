@@ -21,8 +21,8 @@ export function sameStore(a: SharedStateStore | undefined, b: SharedStateStore |
 }
 
 /**
- * The files the next checkpoint lists: the last materialisation (if any; starting from empty state needs none)
- * followed by the changelog segments written since, oldest first. Applied in order they give the state up to
+ * The files the next checkpoint lists: the last materialisation (or the first segment written from empty state,
+ * which holds the same) followed by the changelog segments written since, oldest first. Applied in order they give the state up to
  * `coveredEpoch`; the next segment starts after it.
  */
 export class CheckpointChain {
@@ -69,7 +69,9 @@ export class CheckpointChain {
   }
 
   appendChanges(ref: SharedStateFileRef, throughEpoch: number, store: SharedStateStore): void {
-    this.files.push({ ref, kind: 'changes', throughEpoch });
+    // The first segment of a chain that started from empty state holds every key with state: it is the chain's
+    // materialisation (no second full copy of the same state is written in the background).
+    this.files.push({ ref, kind: this.files.length === 0 ? 'full' : 'changes', throughEpoch });
     this.store = store;
     this.confirmed = true;
     this.coveredEpoch = throughEpoch;
