@@ -276,7 +276,7 @@ async function runRestore(c: RestoreCase, dir: string): Promise<Record<string, s
       ms(file?.putMs),
       ms(incremental.asyncMs - (completed?.flushWaitMs ?? 0) - (file === undefined ? 0 : file.writeMs + file.putMs)),
     ].join(' / '),
-    'materialisation meanwhile': String(materializedAt > incrementalStart),
+    'materialisation meanwhile': String(Number.isFinite(materializedAt) && materializedAt > incrementalStart),
     'load avg (1 min)': load.toFixed(1),
     'restore from files s': downloadS.toFixed(1),
     'restore MB/s': fmt(fileBytes / 1_000_000 / downloadS),
