@@ -34,6 +34,8 @@ export interface TimerRowAccess {
 const ROUND = 4096;
 /** New index entries buffered before one write batch. */
 const FLUSH_ENTRIES = 8192;
+/** Scanned index entries between clean-ups while no checkpoint protects them (one range tombstone each). */
+export const CLEANUP_AFTER_SCANNED = 16_384;
 
 interface DomainState {
   readonly domain: TimerDomain;
@@ -72,6 +74,13 @@ export class RocksDbTimerService implements InternalTimerService {
   private readonly processing: DomainState;
   private buffer: Bytes[] = [];
   private consumed: Consumed[] = [];
+  /**
+   * A checkpoint this database may be locally recovered to exists (restored or completed): scanned entries are
+   * then deleted only when a later checkpoint completes. Before that, scanned entries below the oldest pending
+   * checkpoint's positions are deleted as pops go (a job without checkpoints would otherwise keep them forever).
+   */
+  private recoverable = false;
+  private scannedSinceCleanup = 0;
 
   constructor(private readonly access: TimerRowAccess) {
     this.event = newDomain('event');
@@ -160,12 +169,9 @@ export class RocksDbTimerService implements InternalTimerService {
     let upTo: Consumed | undefined;
     while (this.consumed.length > 0 && (this.consumed[0] as Consumed).checkpointId <= checkpointId) upTo = this.consumed.shift();
     if (upTo === undefined || !sdb.db.isOpen) return;
-    for (const [domain, position] of [['event', upTo.event], ['processing', upTo.processing]] as const) {
-      // Entries placed at +Infinity (registered after a pop to +Infinity) are kept: such a pop passed them.
-      const lt = Buffer.compare(position, cleanupLimit(domain)) < 0 ? position : cleanupLimit(domain);
-      const start = domainStart(domain);
-      if (Buffer.compare(start, lt) < 0) sdb.db.deleteRange(start, lt);
-    }
+    this.recoverable = true;
+    deleteScanned(sdb, 'event', upTo.event);
+    deleteScanned(sdb, 'processing', upTo.processing);
   }
 
   /** State restored (from files or a local database): counts as stored, scanning from the start of the index. */
@@ -179,6 +185,7 @@ export class RocksDbTimerService implements InternalTimerService {
     this.processing.count = counts?.[1] ?? 0;
     this.buffer = [];
     this.consumed = [];
+    this.recoverable = true;
   }
 
   // ---- internals ---------------------------------------------------------------------------------------------
@@ -258,6 +265,7 @@ export class RocksDbTimerService implements InternalTimerService {
           const cursor = sdb.db.cursor(d.resumeGte, end);
           const rows = cursor.next(want);
           cursor.close();
+          this.scannedSinceCleanup += rows.length >> 1;
           for (let i = 0; i < rows.length; i += 2) {
             const entry = decodeIndexEntry(rows[i] as Buffer, rows[i + 1]);
             candidates.push({ timestamp: entry.timestamp, key: entry.key, namespace: entry.namespace });
@@ -287,6 +295,12 @@ export class RocksDbTimerService implements InternalTimerService {
       if (out.length > 0 || (scannedAll && d.due.every((t) => t.timestamp > limit))) break;
     }
     if (out.length > 0) d.next = null;
+    if (!this.recoverable && this.scannedSinceCleanup >= CLEANUP_AFTER_SCANNED) {
+      this.scannedSinceCleanup = 0;
+      const pending = this.consumed[0];
+      deleteScanned(sdb, 'event', pending?.event ?? this.event.resumeGte);
+      deleteScanned(sdb, 'processing', pending?.processing ?? this.processing.resumeGte);
+    }
     // Candidates came as due-list timers first, then in index order: sort (stable) by timestamp.
     out.sort((a, b) => a.timestamp - b.timestamp);
     return out;
@@ -343,8 +357,13 @@ export class RocksDbTimerService implements InternalTimerService {
   }
 }
 
-function cleanupLimit(domain: TimerDomain): Bytes {
-  return indexPosition(domain, Number.POSITIVE_INFINITY);
+/** Deletes a domain's index entries below `position`, which pops have scanned (one range tombstone). */
+function deleteScanned(sdb: StateDb, domain: TimerDomain, position: Bytes): void {
+  // Entries placed at +Infinity (registered after a pop to +Infinity) are kept: such a pop passed them.
+  const limit = indexPosition(domain, Number.POSITIVE_INFINITY);
+  const lt = Buffer.compare(position, limit) < 0 ? position : limit;
+  const start = domainStart(domain);
+  if (Buffer.compare(start, lt) < 0) sdb.db.deleteRange(start, lt);
 }
 
 function newDomain(domain: TimerDomain): DomainState {

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Timer } from '../../../lib/operators/timer-service.ts';
 import { isPendingKeyedSnapshot, type FileKeyedStateSnapshot } from '../../../lib/state/index.ts';
 import type { RocksDbKeyedStateBackend, RocksDbStateOptions } from '../../../lib/state/rocksdb/index.ts';
-import type { RocksDbTimerService } from '../../../lib/state/rocksdb/rocksdb-timer-service.ts';
+import { CLEANUP_AFTER_SCANNED, type RocksDbTimerService } from '../../../lib/state/rocksdb/rocksdb-timer-service.ts';
 import { TIMER_INDEX_PREFIX } from '../../../lib/state/rocksdb/timer-index.ts';
 import { TempSharedStore } from '../../contract/temp-shared-store.ts';
 import { fastTempDir, removeDir, rocksBackend } from './rocksdb-test-env.ts';
@@ -115,6 +115,16 @@ describe('RocksDB timers', () => {
     expect(indexSize(b)).toBe(keys.length);
     await checkpoint(b, 2);
     expect(indexSize(b)).toBe(100);
+    expect(popAll(timers, Number.POSITIVE_INFINITY)).toHaveLength(100);
+  });
+
+  it('without checkpoints, deletes scanned index entries as pops go (a job without checkpoints does not keep them)', async () => {
+    const b = await open();
+    const timers = b.timerService();
+    const count = 2 * CLEANUP_AFTER_SCANNED + 100;
+    for (let i = 0; i < count; i++) timers.registerEventTimeTimer(`t-${i}`, '', i);
+    expect(popAll(timers, count - 101)).toHaveLength(count - 100);
+    expect(indexSize(b)).toBeLessThan(CLEANUP_AFTER_SCANNED + 100);
     expect(popAll(timers, Number.POSITIVE_INFINITY)).toHaveLength(100);
   });
 
