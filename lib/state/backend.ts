@@ -1,4 +1,4 @@
-import type { Key, KeyGroupRange } from '../core/index.ts';
+import { ConfigError, type Key, type KeyGroupRange } from '../core/index.ts';
 import type {
   AggregatingStateDescriptor,
   ListStateDescriptor,
@@ -33,6 +33,19 @@ export interface KeyedStateBackendOptions {
   readonly maxParallelism: number;
   /** Processing-time clock for TTL. */
   readonly now: () => number;
+}
+
+/** A backend's key-group range as a plain copy, after checking it lies within [0, maxParallelism) (ConfigError). */
+export function checkedKeyGroupRange(options: KeyedStateBackendOptions): KeyGroupRange {
+  const { keyGroupRange, maxParallelism } = options;
+  if (!Number.isInteger(maxParallelism) || maxParallelism < 1) {
+    throw new ConfigError(`maxParallelism must be a positive integer, got ${maxParallelism}`);
+  }
+  const { start, end } = keyGroupRange;
+  if (!Number.isInteger(start) || !Number.isInteger(end) || start < 0 || end < start || end >= maxParallelism) {
+    throw new ConfigError(`key group range [${start}, ${end}] is not within [0, ${maxParallelism - 1}]`);
+  }
+  return { start, end };
 }
 
 /**

@@ -10,6 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  checkedKeyGroupRange,
   isFileKeyedStateSnapshot,
   type FileKeyedStateSnapshot,
   type KeyedStateBackend,
@@ -100,22 +101,9 @@ export class MemoryKeyedStateBackend implements KeyedStateBackend {
   private readonly registrations = new Map<string, Registration>();
 
   constructor(options: KeyedStateBackendOptions) {
-    const { keyGroupRange, maxParallelism } = options;
-    if (!Number.isInteger(maxParallelism) || maxParallelism < 1) {
-      throw new ConfigError(`maxParallelism must be a positive integer, got ${maxParallelism}`);
-    }
-    if (
-      !Number.isInteger(keyGroupRange.start) ||
-      !Number.isInteger(keyGroupRange.end) ||
-      keyGroupRange.start < 0 ||
-      keyGroupRange.end < keyGroupRange.start ||
-      keyGroupRange.end >= maxParallelism
-    ) {
-      throw new ConfigError(
-        `key group range [${keyGroupRange.start}, ${keyGroupRange.end}] is not within [0, ${maxParallelism - 1}]`,
-      );
-    }
-    this.keyGroupRange = { start: keyGroupRange.start, end: keyGroupRange.end };
+    const keyGroupRange = checkedKeyGroupRange(options);
+    const maxParallelism = options.maxParallelism;
+    this.keyGroupRange = keyGroupRange;
     this.maxParallelism = maxParallelism;
     this.now = options.now;
     this.groupCount = keyGroupRange.end - keyGroupRange.start + 1;

@@ -1,10 +1,6 @@
+import { InternalError, type Key, type KeyGroupRange } from '../../core/index.ts';
 import {
-  ConfigError,
-  InternalError,
-  type Key,
-  type KeyGroupRange,
-} from '../../core/index.ts';
-import {
+  checkedKeyGroupRange,
   isFileKeyedStateSnapshot,
   type FileKeyedStateSnapshot,
   type KeyedStateBackend,
@@ -119,22 +115,9 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, TimerRowAcce
   private readonly timerIds: [number | undefined, number | undefined] = [undefined, undefined];
 
   constructor(options: RocksDbKeyedStateBackendOptions) {
-    const { keyGroupRange, maxParallelism } = options;
-    if (!Number.isInteger(maxParallelism) || maxParallelism < 1) {
-      throw new ConfigError(`maxParallelism must be a positive integer, got ${maxParallelism}`);
-    }
-    if (
-      !Number.isInteger(keyGroupRange.start) ||
-      !Number.isInteger(keyGroupRange.end) ||
-      keyGroupRange.start < 0 ||
-      keyGroupRange.end < keyGroupRange.start ||
-      keyGroupRange.end >= maxParallelism
-    ) {
-      throw new ConfigError(
-        `key group range [${keyGroupRange.start}, ${keyGroupRange.end}] is not within [0, ${maxParallelism - 1}]`,
-      );
-    }
-    this.keyGroupRange = { start: keyGroupRange.start, end: keyGroupRange.end };
+    const keyGroupRange = checkedKeyGroupRange(options);
+    const maxParallelism = options.maxParallelism;
+    this.keyGroupRange = keyGroupRange;
     this.maxParallelism = maxParallelism;
     this.now = options.now;
     const raw = options.rocksdb ?? {};
