@@ -22,6 +22,7 @@ import { decodeMetadata, encodeMetadata } from '../metadata-codec.ts';
 import { fileSizeAndSha256, fsyncDirectory, sha256Hex, writeFileDurably } from './durable-fs.ts';
 import { SharedStateDirectory } from './shared-state-directory.ts';
 import { JobRecordDirectory } from './job-record-directory.ts';
+import { errorCode, readVerifiedTaskFile } from './verified-files.ts';
 
 /** Files being written carry this marker until their rename; any left over are crash debris. */
 const IN_PROGRESS_MARK = '.inprogress';
@@ -30,10 +31,6 @@ const IN_PROGRESS_MARK = '.inprogress';
 type ScannedCheckpoint = StoredCheckpoint | { readonly status: 'incomplete'; readonly checkpointId: number };
 
 type CompleteCheckpoint = Extract<ScannedCheckpoint, { status: 'complete' }>;
-
-function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null ? (error as NodeJS.ErrnoException).code : undefined;
-}
 
 /**
  * Checkpoints in a local folder, one `chk-<id>` directory each. Task files are published by rename after fsync; the
@@ -83,21 +80,7 @@ export class FileCheckpointStorage implements CheckpointStorage {
   }
 
   async readTaskState(path: string, expected: { bytes: number; sha256: string }): Promise<Uint8Array> {
-    const file = this.taskFile(path);
-    let data: Buffer;
-    try {
-      data = await readFile(file);
-    } catch (cause) {
-      if (errorCode(cause) === 'ENOENT') throw new CheckpointCorruptError(file, 'the file is missing', { cause });
-      throw new CheckpointIoError('read task state file', file, cause);
-    }
-    if (data.length !== expected.bytes) {
-      throw new CheckpointCorruptError(file, `it has ${data.length} bytes, the metadata says ${expected.bytes}`);
-    }
-    if ((await sha256Hex(data)) !== expected.sha256) {
-      throw new CheckpointCorruptError(file, 'its sha256 differs from the one recorded in the metadata');
-    }
-    return data;
+    return readVerifiedTaskFile(this.taskFile(path), expected);
   }
 
   async commitMetadata(metadata: CheckpointMetadata): Promise<void> {

@@ -6,10 +6,7 @@ import { SHARED_DIR_NAME, parseSharedFilePath, sharedFilePath } from '../../chec
 import type { SharedStateFileRef, SharedStateStore } from '../../state/index.ts';
 import { CheckpointCorruptError, CheckpointIoError } from '../errors.ts';
 import { fileSizeAndSha256, fileSizeAndSha256Durably, fsyncDirectory } from './durable-fs.ts';
-
-function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null ? (error as NodeJS.ErrnoException).code : undefined;
-}
+import { errorCode } from './verified-files.ts';
 
 /**
  * The `shared/` folder of a checkpoint directory (or of a self-contained savepoint): state files that several

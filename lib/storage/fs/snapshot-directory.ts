@@ -5,12 +5,9 @@ import type { CheckpointMetadata } from '../../checkpoint/types.ts';
 import type { TaskStateReader } from '../checkpoint-storage.ts';
 import { CheckpointCorruptError, CheckpointIoError } from '../errors.ts';
 import { decodeMetadata } from '../metadata-codec.ts';
-import { fileSizeAndSha256, sha256Hex } from './durable-fs.ts';
+import { fileSizeAndSha256 } from './durable-fs.ts';
 import { SharedStateDirectory } from './shared-state-directory.ts';
-
-function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null ? (error as NodeJS.ErrnoException).code : undefined;
-}
+import { errorCode, readVerifiedTaskFile } from './verified-files.ts';
 
 /**
  * One savepoint or checkpoint directory read on its own, as `--restore` names it: its `_metadata` and the task files
@@ -82,21 +79,7 @@ export class SnapshotDirectory implements TaskStateReader {
   }
 
   async readTaskState(path: string, expected: { bytes: number; sha256: string }): Promise<Uint8Array> {
-    const file = this.taskFile(path);
-    let data: Buffer;
-    try {
-      data = await readFile(file);
-    } catch (cause) {
-      if (errorCode(cause) === 'ENOENT') throw new CheckpointCorruptError(file, 'the file is missing', { cause });
-      throw new CheckpointIoError('read task state file', file, cause);
-    }
-    if (data.length !== expected.bytes) {
-      throw new CheckpointCorruptError(file, `it has ${data.length} bytes, the metadata says ${expected.bytes}`);
-    }
-    if ((await sha256Hex(data)) !== expected.sha256) {
-      throw new CheckpointCorruptError(file, 'its sha256 differs from the one recorded in the metadata');
-    }
-    return data;
+    return readVerifiedTaskFile(this.taskFile(path), expected);
   }
 
   /** The file of a metadata task path inside this directory; the path must follow the naming scheme. */
