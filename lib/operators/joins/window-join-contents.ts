@@ -1,8 +1,14 @@
-import type { Collector, ProcessWindowContext, TimeWindow } from '../../api/functions.ts';
+import type { TimeWindow } from '../../api/functions.ts';
 import type { ProcessWindowJoinFunction } from '../../api/join-functions.ts';
-import type { Key, OutputTag } from '../../core/index.ts';
+import type { Key } from '../../core/index.ts';
 import { listState, type InternalListState, type KeyedStateBackend, type Namespace } from '../../state/index.ts';
-import type { FiringEnv, WindowContents } from '../windows/window-contents.ts';
+import {
+  gatherElements,
+  processWindowContext,
+  windowCollector,
+  type FiringEnv,
+} from '../windows/fired-window-context.ts';
+import type { WindowContents } from '../windows/window-contents.ts';
 
 /** Names of the keyed states holding each input's window (or slice) contents. */
 export const FIRST_CONTENTS_STATE = 'window-join-first';
@@ -51,33 +57,13 @@ export class WindowJoinContents<IN1, IN2, K extends Key, OUT> implements WindowC
   }
 
   fire(key: K, window: TimeWindow, first: number, step: number, end: number): void {
-    const lefts = gather(this.first, first, step, end);
+    const lefts = gatherElements(this.first, first, step, end);
     if (lefts === undefined) return;
-    const rights = gather(this.second, first, step, end);
+    const rights = gatherElements(this.second, first, step, end);
     if (rights === undefined) return;
     const env = this.env;
     const timestamp = window.end - 1;
-    const ctx: ProcessWindowContext<K> = {
-      key,
-      window,
-      currentWatermark: () => env.currentWatermark(),
-      currentProcessingTime: () => env.currentProcessingTime(),
-      output: <S>(tag: OutputTag<S>, value: S) => env.emitter.pushSide(tag, value, timestamp),
-    };
-    const out: Collector<OUT> = { collect: (value) => env.emitter.push(value, timestamp) };
-    this.fn.process(key, ctx, lefts, rights, out);
+    const ctx = processWindowContext(env, key, window, timestamp);
+    this.fn.process(key, ctx, lefts, rights, windowCollector(env, timestamp));
   }
-}
-
-/** The elements of namespaces first, first + step, ... below end, or undefined when there are none. */
-function gather<T>(state: InternalListState<T>, first: number, step: number, end: number): T[] | undefined {
-  let elements: T[] | undefined;
-  for (let ns = first; ns < end; ns += step) {
-    state.setCurrentNamespace(ns);
-    const slice = state.get();
-    if (slice.length === 0) continue;
-    // Copy on the second slice: a backend may hand out the array it stores.
-    elements = elements === undefined ? slice : elements.concat(slice);
-  }
-  return elements;
 }

@@ -152,13 +152,7 @@ export class SessionWindowLogic<K extends Key> implements WindowLogic<K> {
   }
 
   private registerTimers(key: K, start: number, end: number, watermark: number): void {
-    const maxTimestamp = end - 1;
-    if (!this.isEventTime) {
-      this.timers.register(key, start, maxTimestamp);
-      return;
-    }
-    if (maxTimestamp > watermark) this.timers.register(key, start, maxTimestamp);
-    if (this.lateness > 0) this.timers.register(key, start, maxTimestamp + this.lateness);
+    this.timers.registerWindow(key, start, end - 1, this.lateness, watermark);
   }
 
   private deleteTimers(key: K, start: number, end: number): void {

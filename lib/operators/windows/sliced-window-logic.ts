@@ -80,15 +80,8 @@ export class SlicedWindowLogic<K extends Key> implements WindowLogic<K> {
     const { size, slide, lateness, timers } = this;
     for (let start = lastStart; start + size > sliceStart; start -= slide) {
       const maxTimestamp = start + size - 1;
-      if (!this.isEventTime) {
-        timers.register(key, start, maxTimestamp);
-        continue;
-      }
-      const cleanupTime = maxTimestamp + lateness;
-      if (cleanupTime <= watermark) break;
-      // A window the watermark has passed gets no fire timer: it fires on each element instead (EventTimeTrigger).
-      if (maxTimestamp > watermark) timers.register(key, start, maxTimestamp);
-      if (lateness > 0) timers.register(key, start, cleanupTime);
+      if (this.isEventTime && maxTimestamp + lateness <= watermark) break;
+      timers.registerWindow(key, start, maxTimestamp, lateness, watermark);
     }
   }
 

@@ -1,11 +1,5 @@
-import type {
-  Collector,
-  ProcessWindowContext,
-  ProcessWindowFunction,
-  TimeWindow,
-  WindowResultFunction,
-} from '../../api/functions.ts';
-import type { Key, OutputTag } from '../../core/index.ts';
+import type { ProcessWindowFunction, TimeWindow, WindowResultFunction } from '../../api/functions.ts';
+import type { Key } from '../../core/index.ts';
 import {
   aggregatingState,
   listState,
@@ -13,10 +7,11 @@ import {
   type InternalAggregatingState,
   type InternalListState,
   type KeyedStateBackend,
+  type MergingState,
   type Namespace,
   type ReduceFunction,
 } from '../../state/index.ts';
-import type { WindowEmitter } from './window-emitter.ts';
+import { gatherElements, processWindowContext, windowCollector, type FiringEnv } from './fired-window-context.ts';
 
 /** Name of the keyed state holding window (or slice) contents. */
 export const CONTENTS_STATE = 'window-contents';
@@ -42,12 +37,7 @@ export interface WindowContents<K extends Key> {
   fire(key: K, window: TimeWindow, first: number, step: number, end: number): void;
 }
 
-/** Everything a fired window can see besides its contents. */
-export interface FiringEnv<OUT> {
-  readonly emitter: WindowEmitter<OUT>;
-  currentWatermark(): number;
-  currentProcessingTime(): number;
-}
+export type { FiringEnv } from './fired-window-context.ts';
 
 /**
  * A reduce is an aggregate whose accumulator is the reduced value itself (undefined until the first element), so
@@ -62,27 +52,17 @@ function reduceAsAggregate<T>(reduce: ReduceFunction<T>): AggregateFunction<T, T
   };
 }
 
-class AggregateContents<IN, ACC, V, K extends Key, OUT> implements WindowContents<K> {
-  private readonly state: InternalAggregatingState<IN, ACC, V>;
-
-  constructor(
-    backend: KeyedStateBackend,
-    private readonly aggregate: AggregateFunction<IN, ACC, V>,
-    private readonly result: WindowResultFunction<K, V, OUT>,
-    private readonly env: FiringEnv<OUT>,
-  ) {
-    this.state = backend.getAggregatingState(aggregatingState<IN, ACC, V>(CONTENTS_STATE, aggregate));
-  }
+/** Contents kept in one merging state, which switches, clears and merges namespaces itself. */
+abstract class SingleStateContents<K extends Key, S extends MergingState & { clear(): void }>
+  implements WindowContents<K>
+{
+  constructor(protected readonly state: S) {}
 
   setNamespace(namespace: Namespace): void {
     this.state.setCurrentNamespace(namespace);
   }
 
-  add(value: unknown): boolean {
-    const created = this.state.getAccumulator() === undefined;
-    this.state.add(value as IN);
-    return created;
-  }
+  abstract add(value: unknown): boolean;
 
   clear(): void {
     this.state.clear();
@@ -90,6 +70,28 @@ class AggregateContents<IN, ACC, V, K extends Key, OUT> implements WindowContent
 
   mergeNamespaces(target: Namespace, sources: readonly Namespace[]): void {
     this.state.mergeNamespaces(target, sources);
+  }
+
+  abstract fire(key: K, window: TimeWindow, first: number, step: number, end: number): void;
+}
+
+class AggregateContents<IN, ACC, V, K extends Key, OUT> extends SingleStateContents<
+  K,
+  InternalAggregatingState<IN, ACC, V>
+> {
+  constructor(
+    backend: KeyedStateBackend,
+    private readonly aggregate: AggregateFunction<IN, ACC, V>,
+    private readonly result: WindowResultFunction<K, V, OUT>,
+    private readonly env: FiringEnv<OUT>,
+  ) {
+    super(backend.getAggregatingState(aggregatingState<IN, ACC, V>(CONTENTS_STATE, aggregate)));
+  }
+
+  add(value: unknown): boolean {
+    const created = this.state.getAccumulator() === undefined;
+    this.state.add(value as IN);
+    return created;
   }
 
   fire(key: K, window: TimeWindow, first: number, step: number, end: number): void {
@@ -106,19 +108,13 @@ class AggregateContents<IN, ACC, V, K extends Key, OUT> implements WindowContent
   }
 }
 
-class ProcessContents<IN, K extends Key, OUT> implements WindowContents<K> {
-  private readonly state: InternalListState<IN>;
-
+class ProcessContents<IN, K extends Key, OUT> extends SingleStateContents<K, InternalListState<IN>> {
   constructor(
     backend: KeyedStateBackend,
     private readonly process: ProcessWindowFunction<IN, OUT, K>,
     private readonly env: FiringEnv<OUT>,
   ) {
-    this.state = backend.getListState(listState<IN>(CONTENTS_STATE));
-  }
-
-  setNamespace(namespace: Namespace): void {
-    this.state.setCurrentNamespace(namespace);
+    super(backend.getListState(listState<IN>(CONTENTS_STATE)));
   }
 
   /** ListState has no cheap emptiness test (get() copies), so callers re-register timers; that is idempotent. */
@@ -127,36 +123,13 @@ class ProcessContents<IN, K extends Key, OUT> implements WindowContents<K> {
     return true;
   }
 
-  clear(): void {
-    this.state.clear();
-  }
-
-  mergeNamespaces(target: Namespace, sources: readonly Namespace[]): void {
-    this.state.mergeNamespaces(target, sources);
-  }
-
   fire(key: K, window: TimeWindow, first: number, step: number, end: number): void {
-    const state = this.state;
-    let elements: IN[] | undefined;
-    for (let ns = first; ns < end; ns += step) {
-      state.setCurrentNamespace(ns);
-      const slice = state.get();
-      if (slice.length === 0) continue;
-      // Copy on the second slice: a backend may hand out the array it stores.
-      elements = elements === undefined ? slice : elements.concat(slice);
-    }
+    const elements = gatherElements(this.state, first, step, end);
     if (elements === undefined) return;
     const env = this.env;
     const timestamp = window.end - 1;
-    const ctx: ProcessWindowContext<K> = {
-      key,
-      window,
-      currentWatermark: () => env.currentWatermark(),
-      currentProcessingTime: () => env.currentProcessingTime(),
-      output: <S>(tag: OutputTag<S>, value: S) => env.emitter.pushSide(tag, value, timestamp),
-    };
-    const out: Collector<OUT> = { collect: (value) => env.emitter.push(value, timestamp) };
-    this.process.process(key, ctx, elements, out);
+    const ctx = processWindowContext(env, key, window, timestamp);
+    this.process.process(key, ctx, elements, windowCollector(env, timestamp));
   }
 }
 

@@ -27,6 +27,20 @@ export class WindowTimers {
     }
   }
 
+  /**
+   * The timers of one window: its fire timer at `maxTimestamp` and, with allowed lateness, its cleanup timer at
+   * maxTimestamp + lateness. In event time a window the watermark has passed gets no fire timer: it fires on each
+   * element instead (EventTimeTrigger).
+   */
+  registerWindow(key: Key, namespace: Namespace, maxTimestamp: number, lateness: number, watermark: number): void {
+    if (!this.isEventTime) {
+      this.register(key, namespace, maxTimestamp);
+      return;
+    }
+    if (maxTimestamp > watermark) this.register(key, namespace, maxTimestamp);
+    if (lateness > 0) this.register(key, namespace, maxTimestamp + lateness);
+  }
+
   delete(key: Key, namespace: Namespace, timestamp: number): void {
     if (this.isEventTime) this.timers.deleteEventTimeTimer(key, namespace, timestamp);
     else this.timers.deleteProcessingTimeTimer(key, namespace, timestamp);
