@@ -70,7 +70,6 @@ class KeyedWindowJoinOperator<IN1, IN2, K extends Key, OUT>
       assigner: spec.assigner,
       allowedLatenessMs: spec.allowedLatenessMs,
       lateRoutes: [leftLate, rightLate],
-      wrapPrefetchFailures: true,
       unkeyedMessage: `window join "${name}" has no keyed state or timers: key both inputs before joining them`,
       invalidKeyError: (key) =>
         new TypeError(

@@ -29,12 +29,6 @@ export interface WindowLifecycleConfig {
   readonly allowedLatenessMs: number;
   /** The late-record routes of all inputs: flushed after every batch, watermark and wake-up. */
   readonly lateRoutes: readonly Pick<LateRecordRoute<unknown>, 'dropped' | 'flush' | 'discard'>[];
-  /**
-   * Whether a failed read-ahead of timer keys is reported like a failing timer (non-Sluice errors wrapped in a
-   * UserFunctionError) rather than passed on as it is. The window join does the former, the window operator the
-   * latter.
-   */
-  readonly wrapPrefetchFailures: boolean;
   /** The ConfigError message when the operator is opened without keyed state or timers. */
   readonly unkeyedMessage: string;
   invalidKeyError(key: unknown): Error;
@@ -192,10 +186,8 @@ export abstract class WindowLifecycle<K extends Key, OUT> implements FiringEnv<O
           this.fireRound(due);
           return this.fireDueTimers(limit);
         };
-        if (!this.config.wrapPrefetchFailures) return pending.then(next);
-        return pending.then(next, (err: unknown) => {
-          throw this.timerFailure(err);
-        });
+        // A failed read is the state backend's error, not the user's: passed on as it is.
+        return pending.then(next);
       }
       this.fireRound(due);
     }

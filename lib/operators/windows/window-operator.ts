@@ -67,7 +67,6 @@ class KeyedWindowOperator<IN, K extends Key, OUT> extends WindowLifecycle<K, OUT
       assigner: spec.assigner,
       allowedLatenessMs: spec.allowedLatenessMs,
       lateRoutes: [late],
-      wrapPrefetchFailures: false,
       unkeyedMessage:
         `window operator "${name}" has no keyed state or timers: key the stream (keyBy) before windowing it`,
       invalidKeyError: (key) =>
