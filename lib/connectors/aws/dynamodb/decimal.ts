@@ -9,11 +9,11 @@ interface Decimal {
 }
 
 /** DynamoDB keeps at most 38 significant digits. */
-export const MAX_SIGNIFICANT_DIGITS = 38;
+const MAX_SIGNIFICANT_DIGITS = 38;
 
 const NUMBER = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d{1,4}))?$/;
 
-export function parseDecimal(text: string): Decimal | undefined {
+function parseDecimal(text: string): Decimal | undefined {
   const m = NUMBER.exec(text.trim());
   if (m === null) return undefined;
   const whole = m[2] ?? '';
@@ -37,7 +37,7 @@ function significantDigits(d: Decimal): number {
   return (d.mantissa < 0n ? -d.mantissa : d.mantissa).toString().length;
 }
 
-export function formatDecimal(d: Decimal): string {
+function formatDecimal(d: Decimal): string {
   const n = normalize(d);
   const negative = n.mantissa < 0n;
   const digits = (negative ? -n.mantissa : n.mantissa).toString();

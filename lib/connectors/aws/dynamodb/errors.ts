@@ -1,4 +1,5 @@
 import { SluiceError, type SluiceErrorOptions } from '../../../core/index.ts';
+import { awsErrorName, errorMessage } from '../kinesis/errors.ts';
 
 /** Writing to DynamoDB failed: retries ran out (retriable: the job restarts and commits again) or a request DynamoDB rejects. */
 export class DynamoDbSinkError extends SluiceError {
@@ -41,18 +42,11 @@ const RETRY_REASONS = new Set(['TransactionConflict', 'ThrottlingError', 'Provis
 const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN', 'ECONNABORTED', 'EHOSTUNREACH']);
 
 interface AwsErrorShape {
-  name?: unknown;
   code?: unknown;
   $fault?: unknown;
   $retryable?: unknown;
   $metadata?: { httpStatusCode?: number };
   CancellationReasons?: { Code?: string }[];
-}
-
-export function awsErrorName(error: unknown): string | undefined {
-  if (typeof error !== 'object' || error === null) return undefined;
-  const name = (error as AwsErrorShape).name;
-  return typeof name === 'string' ? name : undefined;
 }
 
 /** Cancellation reason codes of a TransactionCanceledException, one per item of the request (in order). */
@@ -86,6 +80,6 @@ export function classifyFailure(error: unknown, markerIndex?: number): FailureKi
 
 export function describeFailure(error: unknown): string {
   const reasons = cancellationReasons(error);
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   return reasons.length > 0 ? `${message} (reasons: ${reasons.join(', ')})` : message;
 }

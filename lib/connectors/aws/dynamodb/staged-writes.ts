@@ -28,7 +28,7 @@ function invalid(message: string, cause?: unknown): DynamoDbSinkError {
 }
 
 /** `a` ADD `b` as DynamoDB computes it, or undefined when it cannot be computed here (then both are sent). */
-export function addAttributeValues(a: AttributeValue, b: AttributeValue): AttributeValue | undefined {
+function addAttributeValues(a: AttributeValue, b: AttributeValue): AttributeValue | undefined {
   if (a.N !== undefined && b.N !== undefined) {
     const sum = addDecimalStrings(a.N, b.N);
     return sum === undefined ? undefined : { N: sum };

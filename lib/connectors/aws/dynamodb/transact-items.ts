@@ -19,7 +19,7 @@ export interface ChunkLimits {
 }
 
 /** DynamoDB's size of an attribute value, close enough for staying under the 4 MB transaction limit. */
-export function attributeSize(value: AttributeValue): number {
+function attributeSize(value: AttributeValue): number {
   if (value.S !== undefined) return Buffer.byteLength(value.S, 'utf8');
   if (value.N !== undefined) return Math.ceil(value.N.length / 2) + 1;
   if (value.B !== undefined) return value.B.byteLength;
@@ -39,7 +39,7 @@ function mapSize(map: AttributeMap): number {
 }
 
 /** Estimated size of one transaction item. */
-export function transactItemSize(item: TransactWriteItem): number {
+function transactItemSize(item: TransactWriteItem): number {
   if (item.Put?.Item !== undefined) return mapSize(item.Put.Item);
   if (item.Delete?.Key !== undefined) return mapSize(item.Delete.Key);
   if (item.Update !== undefined) {

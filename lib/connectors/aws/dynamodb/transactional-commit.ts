@@ -1,8 +1,10 @@
 import { TransactWriteItemsCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { backoffDelay, sleep, type RetryPolicy } from '../kinesis/backoff.ts';
 import { markerPut, requestToken, type DynamoDbCommittable, type ResolvedMarkerConfig } from './committable.ts';
-import { awsErrorName, cancellationReasons, classifyFailure, describeFailure, DynamoDbSinkError } from './errors.ts';
+import { cancellationReasons, classifyFailure, describeFailure, DynamoDbSinkError } from './errors.ts';
+import { awsErrorName } from '../kinesis/errors.ts';
 import type { DynamoDbChunk } from './transact-items.ts';
+import { forEachLimited } from '../for-each-limited.ts';
 
 /** Counts of what commits did; for metrics and tests. */
 export interface DynamoDbCommitStats {
@@ -16,26 +18,6 @@ export interface DynamoDbCommitStats {
 
 export function newCommitStats(): DynamoDbCommitStats {
   return { committed: 0, alreadyCommitted: 0, retries: 0 };
-}
-
-/** Runs `fn` over `items` with at most `limit` in flight; the first failure rejects (the rest still settle). */
-export async function forEachLimited<A>(items: readonly A[], limit: number, fn: (item: A, index: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failed = false;
-  const worker = async (): Promise<void> => {
-    while (!failed && next < items.length) {
-      const index = next++;
-      try {
-        await fn(items[index] as A, index);
-      } catch (error) {
-        failed = true;
-        throw error;
-      }
-    }
-  };
-  const results = await Promise.allSettled(Array.from({ length: Math.min(limit, items.length) }, worker));
-  const rejected = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (rejected !== undefined) throw rejected.reason;
 }
 
 /** Runs the chunks generation by generation; chunks of one generation touch distinct items, so they may overlap. */

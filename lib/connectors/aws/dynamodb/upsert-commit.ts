@@ -1,8 +1,10 @@
 import { BatchWriteItemCommand, UpdateItemCommand, type DynamoDBClient, type WriteRequest } from '@aws-sdk/client-dynamodb';
 import { backoffDelay, sleep, type RetryPolicy } from '../kinesis/backoff.ts';
 import type { DynamoDbCommittable } from './committable.ts';
-import { awsErrorName, classifyFailure, describeFailure, DynamoDbSinkError } from './errors.ts';
-import { commitByGeneration, forEachLimited, type DynamoDbCommitStats } from './transactional-commit.ts';
+import { classifyFailure, describeFailure, DynamoDbSinkError } from './errors.ts';
+import { awsErrorName } from '../kinesis/errors.ts';
+import { commitByGeneration, type DynamoDbCommitStats } from './transactional-commit.ts';
+import { forEachLimited } from '../for-each-limited.ts';
 
 /** BatchWriteItem takes at most 25 requests. */
 const BATCH_SIZE = 25;

@@ -8,6 +8,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { InternalError } from '../../../core/index.ts';
 import { CheckpointIoError } from '../../../storage/errors.ts';
+import { awsErrorName } from '../kinesis/errors.ts';
 import type { CheckpointCommitPoint, CommitRecord } from './commit-point.ts';
 import type { S3Objects } from './s3-objects.ts';
 
@@ -16,7 +17,7 @@ export const COMMIT_TABLE_PARTITION_KEY = 'location';
 export const COMMIT_TABLE_SORT_KEY = 'checkpointId';
 
 function isConditionFailed(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { name?: unknown }).name === 'ConditionalCheckFailedException';
+  return awsErrorName(error) === 'ConditionalCheckFailedException';
 }
 
 function recordOf(item: Record<string, AttributeValue> | undefined): (CommitRecord & { id: number }) | undefined {

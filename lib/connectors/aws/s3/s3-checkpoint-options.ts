@@ -45,10 +45,10 @@ export interface CompiledS3CheckpointOptions {
 
 const MIN_PART_SIZE = 5 * 1024 * 1024;
 const MAX_PART_SIZE = 5 * 1024 * 1024 * 1024;
-export const DEFAULT_PART_SIZE = 16 * 1024 * 1024;
+const DEFAULT_PART_SIZE = 16 * 1024 * 1024;
 const TABLE_NAME = /^[A-Za-z0-9_.-]{3,255}$/;
 
-export function checkTableName(name: string, context: string): string {
+function checkTableName(name: string, context: string): string {
   if (!TABLE_NAME.test(name)) {
     throw new ConfigError(`${context}: "${name}" is not a valid DynamoDB table name (3-255 characters: A-Z, a-z, 0-9, '_', '-', '.')`);
   }

@@ -1,5 +1,4 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { S3Client } from '@aws-sdk/client-s3';
 import {
   checkpointDirName,
   metadataPath,
@@ -16,12 +15,14 @@ import type { CheckpointStorage, StoredCheckpoint } from '../../../storage/check
 import { CheckpointCorruptError, CheckpointIoError } from '../../../storage/errors.ts';
 import { sha256Hex } from '../../../storage/fs/durable-fs.ts';
 import { decodeMetadata, encodeMetadata } from '../../../storage/metadata-codec.ts';
-import { awsClientConfig, configuredEndpoint } from '../client-config.ts';
+import { awsClientConfig } from '../client-config.ts';
+import { forEachLimited } from '../for-each-limited.ts';
 import type { CheckpointCommitPoint, CommitRecord } from './commit-point.ts';
 import { DynamoDbCommitPoint } from './dynamodb-commit-point.ts';
 import { S3ConditionalCommitPoint } from './s3-conditional-commit-point.ts';
 import { compileS3CheckpointOptions, type S3CheckpointStorageOptions } from './s3-checkpoint-options.ts';
 import { S3JobRecordStore } from './s3-job-record-store.ts';
+import { createS3Client } from './s3-client.ts';
 import { S3Objects } from './s3-objects.ts';
 import { S3SharedStateStore } from './s3-shared-state-store.ts';
 
@@ -33,19 +34,6 @@ const isComplete = (c: ScannedCheckpoint): c is CompleteCheckpoint => c.status =
 
 /** Metadata objects read at once while listing. */
 const LIST_CONCURRENCY = 8;
-
-async function mapLimit<A, B>(items: readonly A[], limit: number, fn: (item: A) => Promise<B>): Promise<B[]> {
-  const results = new Array<B>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await fn(items[index] as A);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
-}
 
 /**
  * Checkpoints in S3 under `s3://bucket/prefix`, laid out as the filesystem storage lays out a folder:
@@ -70,8 +58,7 @@ export class S3CheckpointStorage implements CheckpointStorage {
     const compiled = compileS3CheckpointOptions(options);
     let s3 = options.s3Client;
     if (s3 === undefined) {
-      const forcePathStyle = options.forcePathStyle ?? (options.aws?.endpoint !== undefined || configuredEndpoint('s3') !== undefined);
-      s3 = new S3Client({ ...awsClientConfig('s3', options.aws), forcePathStyle });
+      s3 = createS3Client(options.aws, options.forcePathStyle);
       this.ownClients.push(s3);
     }
     this.objects = new S3Objects(s3, compiled, { partSizeBytes: compiled.partSizeBytes, queueSize: compiled.uploadConcurrency });
@@ -230,7 +217,11 @@ export class S3CheckpointStorage implements CheckpointStorage {
       if (id !== undefined) ids.add(id);
     }
     const sorted = [...ids].sort((a, b) => b - a);
-    return mapLimit(sorted, LIST_CONCURRENCY, (id) => this.inspect(id, records === undefined ? null : records.get(id)));
+    const found = new Array<ScannedCheckpoint>(sorted.length);
+    await forEachLimited(sorted, LIST_CONCURRENCY, async (id, index) => {
+      found[index] = await this.inspect(id, records === undefined ? null : records.get(id));
+    });
+    return found;
   }
 
   /** `record`: the commit record (undefined: none, so not committed), or null when the commit point keeps none. */

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { ConfigError, SluiceError } from '../../../core/index.ts';
-import { awsClientConfig, configuredEndpoint, type AwsClientOverrides } from '../client-config.ts';
+import type { AwsClientOverrides } from '../client-config.ts';
 import { deadLetterJson, type DeadLetter, type DeadLetterWriter } from '../dead-letter.ts';
 import { backoffDelay, compileRetry, sleep, type RetryOptions, type RetryPolicy } from '../kinesis/backoff.ts';
 import { errorMessage, isTransient } from '../kinesis/errors.ts';
-import { parseS3Uri, s3Url, type S3Location } from './s3-location.ts';
+import { createS3Client } from './s3-client.ts';
+import { objectKey, parseS3Uri, s3Url, type S3Location } from './s3-location.ts';
 
 /** Writing dead letters to S3 failed (after retries, or with an error retrying cannot fix). */
 export class S3DeadLetterError extends SluiceError {
@@ -59,7 +60,7 @@ export class S3DeadLetterWriter implements DeadLetterWriter {
     const at = this.now();
     const day = new Date(at).toISOString().slice(0, 10);
     const path = `dt=${day}/${at}-${this.writerId}-${++this.sequence}.jsonl`;
-    const key = this.location.prefix === '' ? path : `${this.location.prefix}/${path}`;
+    const key = objectKey(this.location, path);
     const body = letters.map((letter) => deadLetterJson(letter)).join('\n') + '\n';
     const client = this.s3();
     for (let attempt = 1; ; attempt++) {
@@ -88,11 +89,7 @@ export class S3DeadLetterWriter implements DeadLetterWriter {
   }
 
   private s3(): S3Client {
-    if (this.client === undefined) {
-      const aws = this.options.aws;
-      const forcePathStyle = this.options.forcePathStyle ?? (aws?.endpoint !== undefined || configuredEndpoint('s3') !== undefined);
-      this.client = new S3Client({ ...awsClientConfig('s3', aws), forcePathStyle });
-    }
+    this.client ??= createS3Client(this.options.aws, this.options.forcePathStyle);
     return this.client;
   }
 }

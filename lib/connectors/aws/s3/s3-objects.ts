@@ -29,7 +29,7 @@ const SHA256_METADATA = 'sha256';
 /** DeleteObjects takes at most this many keys. */
 const DELETE_BATCH = 1000;
 
-export function isNotFound(error: unknown): boolean {
+function isNotFound(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const e = error as { name?: unknown; $metadata?: { httpStatusCode?: number } };
   return e.name === 'NoSuchKey' || e.name === 'NotFound' || e.$metadata?.httpStatusCode === 404;
@@ -62,24 +62,18 @@ export class S3Objects {
   }
 
   async getBytes(path: string): Promise<Uint8Array | undefined> {
-    try {
+    return this.unlessMissing(async () => {
       const out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.key(path) }));
       if (out.Body === undefined) return new Uint8Array(0);
       return await out.Body.transformToByteArray();
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }
+    });
   }
 
   async head(path: string): Promise<{ bytes: number; sha256: string | undefined } | undefined> {
-    try {
+    return this.unlessMissing(async () => {
       const out = await this.client.send(new HeadObjectCommand({ Bucket: this.location.bucket, Key: this.key(path) }));
       return { bytes: out.ContentLength ?? 0, sha256: out.Metadata?.[SHA256_METADATA] };
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }
+    });
   }
 
   /** Uploads bytes, in parts when larger than the part size. */
@@ -110,14 +104,8 @@ export class S3Objects {
 
   /** Size and SHA-256 of an object's bytes, streamed; undefined when it does not exist. */
   async hash(path: string): Promise<{ bytes: number; sha256: string } | undefined> {
-    let body: Readable;
-    try {
-      const out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.key(path) }));
-      body = out.Body as Readable;
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }
+    const body = await this.openBody(path);
+    if (body === undefined) return undefined;
     const hash = createHash('sha256');
     let bytes = 0;
     for await (const chunk of body) {
@@ -133,14 +121,8 @@ export class S3Objects {
    * what was written; undefined when the object does not exist.
    */
   async download(path: string, localPath: string): Promise<{ bytes: number; sha256: string } | undefined> {
-    let body: Readable;
-    try {
-      const out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.key(path) }));
-      body = out.Body as Readable;
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }
+    const body = await this.openBody(path);
+    if (body === undefined) return undefined;
     const temp = `${localPath}.download-${randomBytes(4).toString('hex')}`;
     const hash = createHash('sha256');
     let bytes = 0;
@@ -207,6 +189,23 @@ export class S3Objects {
         throw new Error(`S3 did not delete ${failed.Key ?? '?'}: ${failed.Code ?? ''} ${failed.Message ?? ''}`.trim());
       }
     }
+  }
+
+  /** `call`'s result, or undefined when S3 says the object does not exist. */
+  private async unlessMissing<T>(call: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await call();
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  private async openBody(path: string): Promise<Readable | undefined> {
+    return this.unlessMissing(async () => {
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.key(path) }));
+      return out.Body as Readable;
+    });
   }
 
   private folderPrefix(dir: string): string {
