@@ -63,10 +63,6 @@ export class RestoredTimerCollector {
     for (const timestamp of timestamps) list.push({ timestamp, key, namespace });
   }
 
-  get isEmpty(): boolean {
-    return this.byKey.size === 0;
-  }
-
   take(): TimerKeyGroupSnapshot[] {
     const groups = new Map<number, TimerKeyGroupSnapshot>();
     for (const entry of this.byKey.values()) {

@@ -161,7 +161,12 @@ export class RocksDbTimerService implements InternalTimerService {
 
   /** Writes the buffered index entries (one batch). */
   flushIndex(sdb: StateDb): void {
-    this.flush(sdb);
+    const buffer = this.buffer;
+    if (buffer.length === 0) return;
+    const batch = sdb.db.batch();
+    for (let i = 0; i < buffer.length; i += 2) batch.put(buffer[i] as Bytes, buffer[i + 1] as Bytes);
+    batch.write();
+    this.buffer = [];
   }
 
   /** Checkpoint `checkpointId` completed: index entries scanned before it was taken are not needed any more. */
@@ -215,7 +220,7 @@ export class RocksDbTimerService implements InternalTimerService {
     this.buffer.push(entry, indexValue(timestamp, placedAt));
     if (this.buffer.length >= 2 * FLUSH_ENTRIES) {
       const sdb = this.access.openDb();
-      if (sdb !== undefined) this.flush(sdb);
+      if (sdb !== undefined) this.flushIndex(sdb);
     }
   }
 
@@ -251,7 +256,7 @@ export class RocksDbTimerService implements InternalTimerService {
       return [];
     }
     const sdb = this.database();
-    this.flush(sdb);
+    this.flushIndex(sdb);
     const end = indexEnd(d.domain, limit);
     const id = this.access.timerStateId(d.domain);
     const out: Timer[] = [];
@@ -313,7 +318,7 @@ export class RocksDbTimerService implements InternalTimerService {
     let best = Number.POSITIVE_INFINITY;
     for (const t of d.due) if (t.timestamp < best) best = t.timestamp;
     const sdb = this.database();
-    this.flush(sdb);
+    this.flushIndex(sdb);
     const id = this.access.timerStateId(d.domain);
     const cursor = sdb.db.cursor(d.resumeGte, indexEnd(d.domain, Number.POSITIVE_INFINITY));
     try {
@@ -337,15 +342,6 @@ export class RocksDbTimerService implements InternalTimerService {
 
   private advance(d: DomainState, position: Bytes): void {
     if (Buffer.compare(position, d.resumeGte) > 0) d.resumeGte = position;
-  }
-
-  private flush(sdb: StateDb): void {
-    const buffer = this.buffer;
-    if (buffer.length === 0) return;
-    const batch = sdb.db.batch();
-    for (let i = 0; i < buffer.length; i += 2) batch.put(buffer[i] as Bytes, buffer[i + 1] as Bytes);
-    batch.write();
-    this.buffer = [];
   }
 
   private database(): StateDb {

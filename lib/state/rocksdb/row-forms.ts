@@ -2,7 +2,7 @@ import { ConfigError, type Key } from '../../core/index.ts';
 import type { Bytes } from '../files/key-bytes.ts';
 import { decodeRow, encodeRow, type RowEntries } from '../files/row-codec.ts';
 import type { Namespace } from '../keyed-state.ts';
-import { Row, Slot } from './row.ts';
+import { Row, type Slot } from './row.ts';
 import type { StateKind, StateRegistry } from './state-registry.ts';
 
 /**
@@ -38,14 +38,8 @@ export function decodeStoredRow(
   for (let i = 0; i < flat.length; i += 3) {
     const id = flat[i] as number;
     const info = registry.byIdOf(id);
-    let slot = row.slots[id];
-    if (slot === undefined) {
-      slot = new Slot();
-      while (row.slots.length < id) row.slots.push(undefined);
-      row.slots[id] = slot;
-    }
     const value = flat[i + 2];
-    slot.set(flat[i + 1] as Namespace, info?.kind === undefined ? value : toLive(info.name, info.kind, value));
+    row.ensureSlot(id).set(flat[i + 1] as Namespace, info?.kind === undefined ? value : toLive(info.name, info.kind, value));
   }
   return row;
 }

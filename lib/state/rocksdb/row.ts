@@ -63,6 +63,11 @@ export class Row {
   /** The slot of state `id`, created when missing; the row is marked dirty (call before changing the slot). */
   slotForWrite(id: number): Slot {
     this.markDirty();
+    return this.ensureSlot(id);
+  }
+
+  /** The slot of state `id`, created when missing, without marking the row dirty (a row being decoded). */
+  ensureSlot(id: number): Slot {
     let slot = this.slots[id];
     if (slot === undefined) {
       slot = new Slot();
@@ -82,10 +87,5 @@ export class Row {
     let count = 0;
     for (const slot of this.slots) if (slot !== undefined) count += slot.size;
     return count;
-  }
-
-  isEmpty(): boolean {
-    for (const slot of this.slots) if (slot !== undefined && slot.size > 0) return false;
-    return true;
   }
 }
