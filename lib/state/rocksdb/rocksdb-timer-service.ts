@@ -271,10 +271,7 @@ export class RocksDbTimerService implements InternalTimerService {
           const rows = cursor.next(want);
           cursor.close();
           this.scannedSinceCleanup += rows.length >> 1;
-          for (let i = 0; i < rows.length; i += 2) {
-            const entry = decodeIndexEntry(rows[i] as Buffer, rows[i + 1]);
-            candidates.push({ timestamp: entry.timestamp, key: entry.key, namespace: entry.namespace });
-          }
+          for (let i = 0; i < rows.length; i += 2) candidates.push(decodeIndexEntry(rows[i] as Buffer, rows[i + 1]));
           if (rows.length >> 1 >= want) {
             scannedAll = false;
             d.resumeGte = after(rows[rows.length - 2] as Buffer);

@@ -1,7 +1,6 @@
-import type { Key } from '../../core/index.ts';
-import { decodeGroupKey, decodeKey, encodeKeyWithPrefix, groupKeyKeyGroup, type Bytes } from '../files/key-bytes.ts';
+import { decodeGroupKey, decodeKey, encodeKeyWithPrefix, type Bytes } from '../files/key-bytes.ts';
 import type { Namespace } from '../keyed-state.ts';
-import type { TimerDomain } from '../timer-state.ts';
+import type { Timer, TimerDomain } from '../timer-state.ts';
 
 /*
  * The timer index: 0xfd | domain u8 | timestamp (8 bytes, ordered as numbers) | groupKey length u16 | groupKey |
@@ -112,19 +111,12 @@ export function indexValue(timestamp: number, placedAt: number): Bytes {
   return out;
 }
 
-export interface IndexEntry {
-  readonly timestamp: number;
-  readonly keyGroup: number;
-  readonly key: Key;
-  readonly namespace: Namespace;
-}
-
-export function decodeIndexEntry(entryKey: Buffer, value: Buffer | undefined): IndexEntry {
+/** The timer an index entry stands for (its row decides whether it is still pending). */
+export function decodeIndexEntry(entryKey: Buffer, value: Buffer | undefined): Timer {
   const timestamp = value !== undefined && value.length === 8 ? value.readDoubleBE(0) : readOrderedDouble(entryKey, TS_OFFSET);
   const groupKeyEnd = HEADER_BYTES + entryKey.readUInt16BE(TS_OFFSET + 8);
   return {
     timestamp,
-    keyGroup: groupKeyKeyGroup(entryKey, HEADER_BYTES),
     key: decodeGroupKey(entryKey, HEADER_BYTES, groupKeyEnd),
     namespace: decodeKey(entryKey, groupKeyEnd, entryKey.length),
   };
