@@ -10,7 +10,13 @@ import { memoryServices } from './default-services.ts';
 import { runTasks } from './run-tasks.ts';
 import { summarize, type JobResult } from './job-result.ts';
 import { DEFAULT_RESTART_STRATEGY, checkRestartStrategy, type CheckpointingConfig, type RestartStrategy } from './checkpointing/checkpointing-config.ts';
-import { prepareCheckpointing, restoreReader, restoredFromLine } from './checkpointing/prepare-checkpointing.ts';
+import {
+  prepareCheckpointing,
+  restartOrigin,
+  restoreReader,
+  restoredFromLine,
+  retainedCheckpointIds,
+} from './checkpointing/prepare-checkpointing.ts';
 import { EmbeddedCheckpointDriver } from './checkpointing/embedded-driver.ts';
 import { CheckpointHub } from './checkpointing/checkpoint-hub.ts';
 import { loadRestoredJob } from './checkpointing/restore-plan.ts';
@@ -66,9 +72,7 @@ export async function runInThisThread(env: StreamEnvironment, options: InThreadR
   const allVertices = new Set(plan.vertices.map((v) => v.id));
   return runAttempts({
     strategy: checkRestartStrategy(options.restart ?? DEFAULT_RESTART_STRATEGY),
-    storage: prepared.storage,
-    first: prepared.latest,
-    restartFloor: prepared.external === undefined ? undefined : prepared.restartFloor,
+    ...restartOrigin(prepared),
     log,
     attempt: async (restoreFrom) => {
       if (restoreFrom !== undefined) log(restoredFromLine(prepared, restoreFrom));
@@ -82,9 +86,7 @@ export async function runInThisThread(env: StreamEnvironment, options: InThreadR
         sourceTasks: sourceTasks(plan),
         maxParallelism: plan.maxParallelism,
         lastCheckpointId: Math.max(lastCheckpointId, restoreFrom?.checkpointId ?? 0),
-        retainedCheckpointIds: (await prepared.storage.list())
-          .filter((c) => c.status === 'complete' && !c.metadata.savepoint)
-          .map((c) => c.checkpointId),
+        retainedCheckpointIds: await retainedCheckpointIds(prepared.storage),
         dispatch: {
           trigger: (barrier) => tasks.forEach((t) => t.triggerCheckpoint(barrier)),
           notifyComplete: (id, final) => hub.notifyComplete(id, final),

@@ -2,7 +2,7 @@ import { ConfigError, type Key, type OutputTag, type RecordBatch } from '../../c
 import type { ProcessJoinFunction } from '../../api/join-functions.ts';
 import type { KeyedStateBackend } from '../../state/index.ts';
 import type { Timer } from '../timer-service.ts';
-import { LateRecords } from '../windows/late-records.ts';
+import { LateRecordRoute } from '../windows/late-record-route.ts';
 import { JoinBuffer } from './join-buffer.ts';
 import { KeyedJoinBase } from './keyed-join-base.ts';
 
@@ -41,21 +41,21 @@ export class IntervalJoinOperator<IN1, IN2, K extends Key, OUT> extends KeyedJoi
   private right!: JoinBuffer<IN2>;
   private readonly lower: number;
   private readonly upper: number;
-  private readonly leftLate = new LateRecords<IN1>();
-  private readonly rightLate = new LateRecords<IN2>();
-  private droppedLeft = 0;
-  private droppedRight = 0;
+  private readonly leftLate: LateRecordRoute<IN1>;
+  private readonly rightLate: LateRecordRoute<IN2>;
 
   constructor(private readonly spec: IntervalJoinSpec<IN1, IN2, K, OUT>) {
     super(spec.name, spec.fn, spec.keySelector1, spec.keySelector2);
     validateIntervalBounds(spec.name, spec.lowerBoundMs, spec.upperBoundMs);
     this.lower = spec.lowerBoundMs;
     this.upper = spec.upperBoundMs;
+    this.leftLate = new LateRecordRoute(spec.leftLateDataTag);
+    this.rightLate = new LateRecordRoute(spec.rightLateDataTag);
   }
 
   /** Late records dropped because the input had no late-data tag. */
   get droppedLateRecords(): number {
-    return this.droppedLeft + this.droppedRight;
+    return this.leftLate.dropped + this.rightLate.dropped;
   }
 
   protected openState(backend: KeyedStateBackend): void {
@@ -81,8 +81,7 @@ export class IntervalJoinOperator<IN1, IN2, K extends Key, OUT> extends KeyedJoi
         const ts = timestamps[i] as number;
         if (!Number.isFinite(ts)) throw this.missingTimestamp(ts, 'joins on event-time intervals');
         if (ts <= watermark) {
-          if (this.spec.leftLateDataTag === undefined) this.droppedLeft++;
-          else this.leftLate.add(batch, i);
+          this.leftLate.add(batch, i);
           continue;
         }
         const buckets = right.bucketIds();
@@ -112,8 +111,7 @@ export class IntervalJoinOperator<IN1, IN2, K extends Key, OUT> extends KeyedJoi
         const ts = timestamps[i] as number;
         if (!Number.isFinite(ts)) throw this.missingTimestamp(ts, 'joins on event-time intervals');
         if (ts <= watermark) {
-          if (this.spec.rightLateDataTag === undefined) this.droppedRight++;
-          else this.rightLate.add(batch, i);
+          this.rightLate.add(batch, i);
           continue;
         }
         const buckets = left.bucketIds();
@@ -156,9 +154,8 @@ export class IntervalJoinOperator<IN1, IN2, K extends Key, OUT> extends KeyedJoi
 
   protected override flush(): void {
     super.flush();
-    const { leftLateDataTag, rightLateDataTag } = this.spec;
-    if (leftLateDataTag !== undefined) this.leftLate.flush(this.output, leftLateDataTag);
-    if (rightLateDataTag !== undefined) this.rightLate.flush(this.output, rightLateDataTag);
+    this.leftLate.flush(this.output);
+    this.rightLate.flush(this.output);
   }
 }
 

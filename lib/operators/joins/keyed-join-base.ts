@@ -6,43 +6,27 @@ import {
   originAt,
   SluiceError,
   UserFunctionError,
-  type Clock,
   type Key,
-  type OutputTag,
   type RecordBatch,
 } from '../../core/index.ts';
 import type { ProcessJoinContext, ProcessJoinFunction } from '../../api/join-functions.ts';
 import type { KeyedStateBackend } from '../../state/index.ts';
 import type { Operator, OperatorContext } from '../operator.ts';
 import type { Output } from '../output.ts';
-import { BufferingCollector, keyedRuntimeContext, userFunctionError } from '../process/process-contexts.ts';
+import {
+  BufferingCollector,
+  ElementContext,
+  keyedRuntimeContext,
+  userFunctionError,
+} from '../process/process-contexts.ts';
 import type { InternalTimerService, Timer } from '../timer-service.ts';
-import { prefetchBatchKeys, prefetchTimerKeys } from './prefetch.ts';
+import { fireTimerRounds, withBatchKeys } from '../read-ahead.ts';
 
 /** The context handed to the join function, reused for every pair: the operator sets its fields before each call. */
-class JoinPairContext<K extends Key> implements ProcessJoinContext<K> {
+class JoinPairContext<K extends Key> extends ElementContext implements ProcessJoinContext<K> {
   currentKey = '' as K;
   leftTimestamp = NO_TIMESTAMP;
   rightTimestamp = NO_TIMESTAMP;
-  timestamp = NO_TIMESTAMP;
-  watermark = MIN_WATERMARK;
-
-  constructor(
-    private readonly clock: Clock,
-    private readonly collector: BufferingCollector<unknown>,
-  ) {}
-
-  currentWatermark(): number {
-    return this.watermark;
-  }
-
-  currentProcessingTime(): number {
-    return this.clock.now();
-  }
-
-  output<S>(tag: OutputTag<S>, value: S): void {
-    this.collector.collectSide(tag, value);
-  }
 }
 
 /**
@@ -92,12 +76,10 @@ export abstract class KeyedJoinBase<IN1, IN2, K extends Key, OUT> implements Ope
   protected abstract openState(backend: KeyedStateBackend): void;
 
   processBatch(batch: RecordBatch<IN1 | IN2>, input: number): void | Promise<void> {
-    const pending =
-      input === 0
-        ? prefetchBatchKeys(this.backend, batch.values as IN1[], this.keySelector1)
-        : prefetchBatchKeys(this.backend, batch.values as IN2[], this.keySelector2);
-    if (pending === undefined) this.processInput(batch, input);
-    else return pending.then(() => this.processInput(batch, input));
+    const process = (): void => this.processInput(batch, input);
+    return input === 0
+      ? withBatchKeys(this.backend, batch.values as IN1[], this.keySelector1, process)
+      : withBatchKeys(this.backend, batch.values as IN2[], this.keySelector2, process);
   }
 
   /** Processes one input batch (its keys are read ahead) and flushes what it produced. */
@@ -138,26 +120,13 @@ export abstract class KeyedJoinBase<IN1, IN2, K extends Key, OUT> implements Ope
     return err instanceof SluiceError ? err : new UserFunctionError(this.name, this.ctx.subtask, undefined, err);
   }
 
-  /**
-   * Pops due timers round by round (`pop`), reads ahead each round's keys and hands the round to `handle`; the
-   * result is a promise only when a read-ahead had to wait.
-   */
+  /** Fires due timers round by round (fireTimerRounds) and emits each round's output. */
   protected fireTimers(pop: () => Timer[], handle: (due: readonly Timer[]) => void): void | Promise<void> {
-    for (;;) {
-      const due = pop();
-      if (due.length === 0) return undefined;
-      const pending = prefetchTimerKeys(this.backend, due);
-      if (pending !== undefined) {
-        return pending.then(() => {
-          handle(due);
-          this.flush();
-          return this.fireTimers(pop, handle);
-        });
-      }
+    return fireTimerRounds(this.backend, pop, (due) => {
       handle(due);
       // Emit round by round: a watermark that fires millions of timers must not hold all their output.
       this.flush();
-    }
+    });
   }
 
   close(): void {

@@ -1,6 +1,7 @@
 import { ConfigError, type Key, type RecordBatch } from '../../core/index.ts';
 import type { ProcessJoinFunction, RetentionTimeDomain } from '../../api/join-functions.ts';
 import type { KeyedStateBackend } from '../../state/index.ts';
+import { afterwards } from '../read-ahead.ts';
 import type { Timer } from '../timer-service.ts';
 import { WindowTimers } from '../windows/window-timers.ts';
 import { JoinBuffer } from './join-buffer.ts';
@@ -131,8 +132,7 @@ export class RegularJoinOperator<IN1, IN2, K extends Key, OUT> extends KeyedJoin
       () => this.timers.popProcessingTimeTimers(time),
       (due) => this.removeExpired(due),
     );
-    if (pending === undefined) cleanupTimers.requestNextWakeup();
-    else return pending.then(() => cleanupTimers.requestNextWakeup());
+    return afterwards(pending, () => cleanupTimers.requestNextWakeup());
   }
 
   private removeExpired(due: readonly Timer[]): void {

@@ -1,6 +1,7 @@
 import type { Key, RecordBatch } from '../../core/index.ts';
 import type { KeyedCoProcessFunction } from '../../api/functions.ts';
 import type { TwoInputOperator } from '../operator.ts';
+import { withBatchKeys } from '../read-ahead.ts';
 import { KeyedProcessBase } from './keyed-process-base.ts';
 
 /**
@@ -24,10 +25,14 @@ export class KeyedCoProcessOperator<K extends Key, IN1, IN2, OUT>
   processBatch(batch: RecordBatch<IN1 | IN2>, input: number): void | Promise<void> {
     if (input === 0) {
       const first = batch as RecordBatch<IN1>;
-      return this.withKeysOf(first.values, this.keySelector1, () => this.processInput(first, this.keySelector1, this.fn.processElement1));
+      return withBatchKeys(this.state, first.values, this.keySelector1, () =>
+        this.processInput(first, this.keySelector1, this.fn.processElement1),
+      );
     }
     const second = batch as RecordBatch<IN2>;
-    return this.withKeysOf(second.values, this.keySelector2, () => this.processInput(second, this.keySelector2, this.fn.processElement2));
+    return withBatchKeys(this.state, second.values, this.keySelector2, () =>
+      this.processInput(second, this.keySelector2, this.fn.processElement2),
+    );
   }
 
   private processInput<V>(

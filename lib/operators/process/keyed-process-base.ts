@@ -11,7 +11,7 @@ import type { Collector, KeyedRuntimeContext, OnTimerContext } from '../../api/f
 import type { KeyedStateBackend } from '../../state/index.ts';
 import type { Operator, OperatorContext } from '../operator.ts';
 import type { Output } from '../output.ts';
-import { prefetchBatchKeys, prefetchTimerKeys } from '../joins/prefetch.ts';
+import { afterwards, fireTimerRounds } from '../read-ahead.ts';
 import type { InternalTimerService, Timer } from '../timer-service.ts';
 import {
   BufferingCollector,
@@ -82,70 +82,37 @@ export abstract class KeyedProcessBase<K extends Key, IN, OUT> implements Operat
 
   abstract processBatch(batch: RecordBatch<IN>, input: number): void | Promise<void>;
 
-  /**
-   * Runs `process` once the keys of `values` are read ahead (KeyedStateBackend.prefetch); synchronously when the
-   * backend needs no read.
-   */
-  protected withKeysOf<V>(values: readonly V[], selector: (value: V) => K, process: () => void): void | Promise<void> {
-    const pending = prefetchBatchKeys(this.state, values, selector);
-    if (pending === undefined) process();
-    else return pending.then(process);
-  }
-
   processWatermark(timestamp: number): void | Promise<void> {
     this.element.watermark = timestamp;
-    const finish = (): void => {
+    let rounds = 0;
+    const pop = (): Timer[] => {
+      const due = this.timers.popEventTimeTimers(timestamp);
+      if (due.length > 0 && timestamp === MAX_WATERMARK && ++rounds > MAX_FINAL_WATERMARK_ROUNDS) {
+        this.collector.discard();
+        throw userFunctionError(
+          this.ctx,
+          this.name,
+          undefined,
+          new Error(
+            'event-time timers kept being registered from onTimer under the final watermark (end of input); ' +
+              'stop re-registering periodic timers when ctx.timerService.currentWatermark() is +Infinity',
+          ),
+        );
+      }
+      return due;
+    };
+    return afterwards(fireTimerRounds(this.state, pop, (due) => this.fire(due, 'event')), () => {
       this.collector.flush(this.output);
       this.output.emitWatermark(timestamp);
-    };
-    let rounds = 0;
-    const pending = this.fireRounds(
-      () => this.timers.popEventTimeTimers(timestamp),
-      () => {
-        if (timestamp === MAX_WATERMARK && ++rounds > MAX_FINAL_WATERMARK_ROUNDS) {
-          this.collector.discard();
-          throw userFunctionError(
-            this.ctx,
-            this.name,
-            undefined,
-            new Error(
-              'event-time timers kept being registered from onTimer under the final watermark (end of input); ' +
-                'stop re-registering periodic timers when ctx.timerService.currentWatermark() is +Infinity',
-            ),
-          );
-        }
-      },
-      'event',
-    );
-    if (pending === undefined) finish();
-    else return pending.then(finish);
+    });
   }
 
   onProcessingTime(time: number): void | Promise<void> {
-    const finish = (): void => {
+    const pop = (): Timer[] => this.timers.popProcessingTimeTimers(time);
+    return afterwards(fireTimerRounds(this.state, pop, (due) => this.fire(due, 'processing')), () => {
       this.collector.flush(this.output);
       this.processingTimers.scheduleNext(time);
-    };
-    const pending = this.fireRounds(() => this.timers.popProcessingTimeTimers(time), () => undefined, 'processing');
-    if (pending === undefined) finish();
-    else return pending.then(finish);
-  }
-
-  /** Fires due timers round by round; a round whose keys must be read first continues once they are. */
-  private fireRounds(pop: () => Timer[], beforeRound: () => void, domain: 'event' | 'processing'): void | Promise<void> {
-    for (;;) {
-      const due = pop();
-      if (due.length === 0) return;
-      beforeRound();
-      const pending = prefetchTimerKeys(this.state, due);
-      if (pending !== undefined) {
-        return pending.then(() => {
-          this.fire(due, domain);
-          return this.fireRounds(pop, beforeRound, domain);
-        });
-      }
-      this.fire(due, domain);
-    }
+    });
   }
 
   close(): void {

@@ -1,5 +1,6 @@
 import type { Key, RecordBatch } from '../../core/index.ts';
 import type { KeyedProcessFunction } from '../../api/functions.ts';
+import { withBatchKeys } from '../read-ahead.ts';
 import { KeyedProcessBase } from './keyed-process-base.ts';
 
 /**
@@ -16,7 +17,7 @@ export class KeyedProcessOperator<K extends Key, IN, OUT> extends KeyedProcessBa
   }
 
   processBatch(batch: RecordBatch<IN>): void | Promise<void> {
-    return this.withKeysOf(batch.values, this.keySelector, () => this.processElements(batch));
+    return withBatchKeys(this.state, batch.values, this.keySelector, () => this.processElements(batch));
   }
 
   private processElements(batch: RecordBatch<IN>): void {

@@ -37,8 +37,6 @@ export interface WindowContents<K extends Key> {
   fire(key: K, window: TimeWindow, first: number, step: number, end: number): void;
 }
 
-export type { FiringEnv } from './fired-window-context.ts';
-
 /**
  * A reduce is an aggregate whose accumulator is the reduced value itself (undefined until the first element), so
  * reduce windows share the aggregate path instead of a copy of it.

@@ -9,9 +9,9 @@ import {
   type RecordBatch,
 } from '../../core/index.ts';
 import type { KeyedStateBackend } from '../../state/index.ts';
-import { prefetchBatchKeys, prefetchTimerKeys } from '../joins/prefetch.ts';
 import type { OperatorContext } from '../operator.ts';
 import type { Output } from '../output.ts';
+import { afterwards, fireTimerRounds, withBatchKeys } from '../read-ahead.ts';
 import type { InternalTimerService, Timer } from '../timer-service.ts';
 import { createWindowLogic } from './create-window-logic.ts';
 import type { FiringEnv } from './fired-window-context.ts';
@@ -107,9 +107,9 @@ export abstract class WindowLifecycle<K extends Key, OUT> implements FiringEnv<O
     late: LateRecordRoute<V>,
     beforeAssign?: () => void,
   ): void | Promise<void> {
-    const pending = prefetchBatchKeys(this.backend, batch.values, keySelector);
-    if (pending === undefined) this.assign(batch, keySelector, late, beforeAssign);
-    else return pending.then(() => this.assign(batch, keySelector, late, beforeAssign));
+    return withBatchKeys(this.backend, batch.values, keySelector, () =>
+      this.assign(batch, keySelector, late, beforeAssign),
+    );
   }
 
   private assign<V>(
@@ -174,23 +174,13 @@ export abstract class WindowLifecycle<K extends Key, OUT> implements FiringEnv<O
     return afterwards(this.fireDueTimers(Number.POSITIVE_INFINITY), () => this.flush());
   }
 
-  /** Fires due timers round by round; a round whose keys must be read first continues once they are. */
+  /** Fires due timers round by round (fireTimerRounds: a failed read-ahead is the backend's error, passed on). */
   private fireDueTimers(limit: number): void | Promise<void> {
     const timers = this.timerService;
-    for (;;) {
-      const due = this.isEventTime ? timers.popEventTimeTimers(limit) : timers.popProcessingTimeTimers(limit);
-      if (due.length === 0) return undefined;
-      const pending = prefetchTimerKeys(this.backend, due);
-      if (pending !== undefined) {
-        const next = (): void | Promise<void> => {
-          this.fireRound(due);
-          return this.fireDueTimers(limit);
-        };
-        // A failed read is the state backend's error, not the user's: passed on as it is.
-        return pending.then(next);
-      }
-      this.fireRound(due);
-    }
+    const pop = this.isEventTime
+      ? (): Timer[] => timers.popEventTimeTimers(limit)
+      : (): Timer[] => timers.popProcessingTimeTimers(limit);
+    return fireTimerRounds(this.backend, pop, (due) => this.fireRound(due));
   }
 
   private fireRound(due: readonly Timer[]): void {
@@ -224,10 +214,4 @@ export abstract class WindowLifecycle<K extends Key, OUT> implements FiringEnv<O
     this.emitter.flush(this.output);
     for (const route of this.config.lateRoutes) route.flush(this.output);
   }
-}
-
-/** Runs `next` after `pending`, synchronously when there is nothing to wait for. */
-function afterwards(pending: void | Promise<void>, next: () => void): void | Promise<void> {
-  if (pending === undefined) next();
-  else return pending.then(next);
 }

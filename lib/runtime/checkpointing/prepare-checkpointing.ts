@@ -24,7 +24,6 @@ export interface PreparedCheckpointing {
   readonly external: ExternalRestore | undefined;
   /** Highest id present in storage: new checkpoints get higher ones. */
   readonly lastCheckpointId: number;
-  readonly retainedCheckpointIds: number[];
   /**
    * A restart within the run takes the latest checkpoint of `storage` only if its id is above this; else it starts
    * from `latest` again (checkpoints at or below it predate a `--restore`).
@@ -90,10 +89,23 @@ export async function prepareCheckpointing(
     if (config.restore === undefined) log(resumingRestoreNote(marker, storage.location));
   }
   lastCheckpointId = Math.max(lastCheckpointId, latest?.checkpointId ?? 0);
-  const retainedCheckpointIds = listed
-    .filter((c) => c.status === 'complete' && !c.metadata.savepoint)
-    .map((c) => c.checkpointId);
-  return { storage, savepoints, latest, external, lastCheckpointId, retainedCheckpointIds, restartFloor: marker?.floor ?? 0 };
+  return { storage, savepoints, latest, external, lastCheckpointId, restartFloor: marker?.floor ?? 0 };
+}
+
+/** What runAttempts needs to know where a restart resumes; the floor only counts when the run started outside `storage`. */
+export function restartOrigin(
+  prepared: PreparedCheckpointing,
+): { storage: CheckpointStorage; first: CheckpointMetadata | undefined; restartFloor: number | undefined } {
+  return {
+    storage: prepared.storage,
+    first: prepared.latest,
+    restartFloor: prepared.external === undefined ? undefined : prepared.restartFloor,
+  };
+}
+
+/** Ids of the complete checkpoints, not savepoints, that `storage` holds now: those retention counts. */
+export async function retainedCheckpointIds(storage: CheckpointStorage): Promise<number[]> {
+  return (await storage.list()).filter((c) => c.status === 'complete' && !c.metadata.savepoint).map((c) => c.checkpointId);
 }
 
 function resumingRestoreNote(marker: RestoreMarker, location: string): string {

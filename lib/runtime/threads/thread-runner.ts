@@ -17,7 +17,13 @@ import {
   type CheckpointingConfig,
   type RestartStrategy,
 } from '../checkpointing/checkpointing-config.ts';
-import { prepareCheckpointing, restoredFromLine, type PreparedCheckpointing } from '../checkpointing/prepare-checkpointing.ts';
+import {
+  prepareCheckpointing,
+  restartOrigin,
+  restoredFromLine,
+  retainedCheckpointIds,
+  type PreparedCheckpointing,
+} from '../checkpointing/prepare-checkpointing.ts';
 import { EmbeddedCheckpointDriver } from '../checkpointing/embedded-driver.ts';
 import { allTasks, runAttempts, sourceTasks } from '../checkpointing/attempts.ts';
 import { writeRestoreMarker } from '../checkpointing/restore-marker.ts';
@@ -126,9 +132,7 @@ function runWithCheckpoints(
   let previous: EmbeddedCheckpointDriver | undefined;
   return runAttempts({
     strategy: checkRestartStrategy(options.restart ?? DEFAULT_RESTART_STRATEGY),
-    storage: prepared.storage,
-    first: prepared.latest,
-    restartFloor: prepared.external === undefined ? undefined : prepared.restartFloor,
+    ...restartOrigin(prepared),
     log,
     attempt: async (restoreFrom) => {
       const restoredFrom = restoreFrom === undefined ? undefined : restoredFromLine(prepared, restoreFrom);
@@ -145,9 +149,7 @@ function runWithCheckpoints(
         sourceTasks: sourceTasks(plan),
         maxParallelism: plan.maxParallelism,
         lastCheckpointId: Math.max(lastCheckpointId, restoreFrom?.checkpointId ?? 0),
-        retainedCheckpointIds: (await prepared.storage.list())
-          .filter((c) => c.status === 'complete' && !c.metadata.savepoint)
-          .map((c) => c.checkpointId),
+        retainedCheckpointIds: await retainedCheckpointIds(prepared.storage),
         history: previous?.historyState,
         savepointPaths: previous?.savepointPaths,
         dispatch: {

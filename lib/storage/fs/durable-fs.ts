@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 
 /** Writes `data` to a new file and fsyncs it, so a later rename publishes bytes that are on disk. */
@@ -69,14 +68,12 @@ async function hashOpenFile(handle: FileHandle): Promise<{ bytes: number; sha256
   return { bytes, sha256: hash.digest('hex') };
 }
 
-/** Size and hex SHA-256 of a file, streamed so verifying a checkpoint does not load it into memory. */
+/** Size and hex SHA-256 of a file, read in slices so verifying a checkpoint does not load it into memory. */
 export async function fileSizeAndSha256(path: string): Promise<{ bytes: number; sha256: string }> {
-  const hash = createHash('sha256');
-  let bytes = 0;
-  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) {
-    const buf = chunk as Buffer;
-    bytes += buf.length;
-    hash.update(buf);
+  const handle = await open(path, 'r');
+  try {
+    return await hashOpenFile(handle);
+  } finally {
+    await handle.close();
   }
-  return { bytes, sha256: hash.digest('hex') };
 }

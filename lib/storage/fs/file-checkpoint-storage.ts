@@ -8,7 +8,6 @@ import {
   metadataTempPath,
   parseCheckpointDirName,
   parseTaskStateFileName,
-  parseSharedFilePath,
   parseTaskStatePath,
   taskStatePath,
 } from '../../checkpoint/naming.ts';
@@ -22,7 +21,7 @@ import { decodeMetadata, encodeMetadata } from '../metadata-codec.ts';
 import { fileSizeAndSha256, fsyncDirectory, sha256Hex, writeFileDurably } from './durable-fs.ts';
 import { SharedStateDirectory } from './shared-state-directory.ts';
 import { JobRecordDirectory } from './job-record-directory.ts';
-import { errorCode, readVerifiedTaskFile } from './verified-files.ts';
+import { errorCode, readVerifiedTaskFile, verifySharedFileSize } from './verified-files.ts';
 
 /** Files being written carry this marker until their rename; any left over are crash debris. */
 const IN_PROGRESS_MARK = '.inprogress';
@@ -137,7 +136,7 @@ export class FileCheckpointStorage implements CheckpointStorage {
         // Shared files are checked by size only (hashing gigabytes of state at every start costs seconds); restoring
         // verifies each one's sha256 as it is read.
         for (const task of checkpoint.metadata.tasks) {
-          for (const file of task.sharedFiles ?? []) await this.verifySharedFileSize(file.path, file.bytes);
+          for (const file of task.sharedFiles ?? []) await verifySharedFileSize(this.root, file.path, file.bytes);
         }
         return checkpoint.metadata;
       } catch (error) {
@@ -241,20 +240,6 @@ export class FileCheckpointStorage implements CheckpointStorage {
       if (cause instanceof CheckpointCorruptError) throw cause;
       if (errorCode(cause) === 'ENOENT') throw new CheckpointCorruptError(file, 'the file is missing', { cause });
       throw new CheckpointIoError('verify task state file', file, cause);
-    }
-  }
-
-  private async verifySharedFileSize(path: string, bytes: number): Promise<void> {
-    const name = parseSharedFilePath(path);
-    if (name === undefined) throw new CheckpointCorruptError(path, 'the metadata names it as a shared state file, which it cannot be');
-    const file = this.absolute(path);
-    try {
-      const size = (await stat(file)).size;
-      if (size !== bytes) throw new CheckpointCorruptError(file, `it has ${size} bytes, the metadata says ${bytes}`);
-    } catch (cause) {
-      if (cause instanceof CheckpointCorruptError) throw cause;
-      if (errorCode(cause) === 'ENOENT') throw new CheckpointCorruptError(file, 'the shared state file is missing', { cause });
-      throw new CheckpointIoError('verify shared state file', file, cause);
     }
   }
 

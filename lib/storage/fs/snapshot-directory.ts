@@ -1,13 +1,13 @@
 import { readFile, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
-import { METADATA_FILE_NAME, SHARED_DIR_NAME, parseDirectoryName, parseSharedFilePath, parseTaskStatePath } from '../../checkpoint/naming.ts';
+import { METADATA_FILE_NAME, parseDirectoryName, parseTaskStatePath } from '../../checkpoint/naming.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
 import type { TaskStateReader } from '../checkpoint-storage.ts';
 import { CheckpointCorruptError, CheckpointIoError } from '../errors.ts';
 import { decodeMetadata } from '../metadata-codec.ts';
 import { fileSizeAndSha256 } from './durable-fs.ts';
 import { SharedStateDirectory } from './shared-state-directory.ts';
-import { errorCode, readVerifiedTaskFile } from './verified-files.ts';
+import { errorCode, readVerifiedTaskFile, verifySharedFileSize } from './verified-files.ts';
 
 /**
  * One savepoint or checkpoint directory read on its own, as `--restore` names it: its `_metadata` and the task files
@@ -62,19 +62,7 @@ export class SnapshotDirectory implements TaskStateReader {
         throw new CheckpointCorruptError(file, `it has ${actual.bytes} bytes and another sha256 than the metadata records`);
       }
       // Shared files by size here; their sha256 is checked as each is read during the restore.
-      for (const shared of handle.sharedFiles ?? []) {
-        const name = parseSharedFilePath(shared.path);
-        if (name === undefined) throw new CheckpointCorruptError(shared.path, 'the metadata names it as a shared state file, which it cannot be');
-        const sharedFile = join(this.path, SHARED_DIR_NAME, name);
-        let size: number;
-        try {
-          size = (await stat(sharedFile)).size;
-        } catch (cause) {
-          if (errorCode(cause) === 'ENOENT') throw new CheckpointCorruptError(sharedFile, 'the shared state file is missing', { cause });
-          throw new CheckpointIoError('verify shared state file', sharedFile, cause);
-        }
-        if (size !== shared.bytes) throw new CheckpointCorruptError(sharedFile, `it has ${size} bytes, the metadata says ${shared.bytes}`);
-      }
+      for (const shared of handle.sharedFiles ?? []) await verifySharedFileSize(this.path, shared.path, shared.bytes);
     }
   }
 

@@ -1,4 +1,6 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { SHARED_DIR_NAME, parseSharedFilePath } from '../../checkpoint/naming.ts';
 import { CheckpointCorruptError, CheckpointIoError } from '../errors.ts';
 import { sha256Hex } from './durable-fs.ts';
 
@@ -26,4 +28,22 @@ export async function readVerifiedTaskFile(file: string, expected: { readonly by
     throw new CheckpointCorruptError(file, 'its sha256 differs from the one recorded in the metadata');
   }
   return data;
+}
+
+/**
+ * Checks the size of a shared state file the metadata lists by its storage-relative `path`, in the `shared/`
+ * folder under `root`; the path must follow the naming scheme.
+ */
+export async function verifySharedFileSize(root: string, path: string, bytes: number): Promise<void> {
+  const name = parseSharedFilePath(path);
+  if (name === undefined) throw new CheckpointCorruptError(path, 'the metadata names it as a shared state file, which it cannot be');
+  const file = join(root, SHARED_DIR_NAME, name);
+  let size: number;
+  try {
+    size = (await stat(file)).size;
+  } catch (cause) {
+    if (errorCode(cause) === 'ENOENT') throw new CheckpointCorruptError(file, 'the shared state file is missing', { cause });
+    throw new CheckpointIoError('verify shared state file', file, cause);
+  }
+  if (size !== bytes) throw new CheckpointCorruptError(file, `it has ${size} bytes, the metadata says ${bytes}`);
 }
