@@ -23,6 +23,7 @@ import {
   jsonlFileSink,
   jsonlFileSource,
   type AggregateFunction,
+  type WindowResultFunction,
 } from 'sluice';
 import { lateEventsSink } from './support/late-events-sink.ts';
 
@@ -66,6 +67,15 @@ export const countAndSum: AggregateFunction<Transaction, Totals, Totals> = {
   merge: (a, b) => ({ count: a.count + b.count, totalCents: a.totalCents + b.totalCents }),
 };
 
+/** One account's totals for one window, as an output row. */
+export const toAccountWindowTotal: WindowResultFunction<string, Totals, AccountWindowTotal> = (sum, account, window) => ({
+  account,
+  windowStart: window.start,
+  windowEnd: window.end,
+  count: sum.count,
+  totalCents: sum.totalCents,
+});
+
 export default defineJob({
   name: 'fraud-detection',
   description: 'per-account transaction count and total in tumbling event-time windows',
@@ -100,17 +110,7 @@ export default defineJob({
       .keyBy((t) => t.account)
       .window(TumblingEventTimeWindows.of(flags.windowMs))
       .sideOutputLateData(late)
-      .aggregate(
-        countAndSum,
-        (sum, account, window): AccountWindowTotal => ({
-          account,
-          windowStart: window.start,
-          windowEnd: window.end,
-          count: sum.count,
-          totalCents: sum.totalCents,
-        }),
-        'account totals',
-      );
+      .aggregate(countAndSum, toAccountWindowTotal, 'account totals');
     totals.sinkTo(jsonlFileSink<AccountWindowTotal>({ dir: flags.output }), 'window totals');
     totals
       .getSideOutput(late)

@@ -26,7 +26,7 @@ import {
   s3DeadLetterWriter,
   type DeadLetterWriter,
 } from 'sluice/aws';
-import { countAndSum, parseTransaction, type AccountWindowTotal, type Transaction } from './fraud-detection.ts';
+import { countAndSum, parseTransaction, toAccountWindowTotal, type AccountWindowTotal, type Transaction } from './fraud-detection.ts';
 
 export default defineJob({
   name: 'kinesis-to-dynamodb',
@@ -77,17 +77,7 @@ export default defineJob({
     transactions
       .keyBy((t) => t.account)
       .window(TumblingEventTimeWindows.of(flags.windowMs))
-      .aggregate(
-        countAndSum,
-        (sum, account, window): AccountWindowTotal => ({
-          account,
-          windowStart: window.start,
-          windowEnd: window.end,
-          count: sum.count,
-          totalCents: sum.totalCents,
-        }),
-        'account totals',
-      )
+      .aggregate(countAndSum, toAccountWindowTotal, 'account totals')
       .sinkTo(
         dynamoDbSink<AccountWindowTotal>({
           table: flags.table,

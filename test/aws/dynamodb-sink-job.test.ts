@@ -7,13 +7,14 @@ import {
   WatermarkStrategy,
   generatorSource,
   runInThisThread,
-  systemClock,
   type Transaction,
 } from '../../lib/index.ts';
 import { dynamoDbSink } from '../../lib/connectors/aws/dynamodb/dynamodb-sink.ts';
 import { ensureTable } from '../../lib/connectors/aws/dynamodb/ensure-table.ts';
 import { ensureCheckpointCommitTable } from '../../lib/connectors/aws/s3/ensure-commit-table.ts';
 import { openS3CheckpointStorage } from '../../lib/connectors/aws/s3/open-s3-checkpoint-storage.ts';
+import { countAndSum } from '../../bench/count-and-sum.ts';
+import { failOnceAt, generatedTransactions } from '../harness/generated-transactions.ts';
 import { startS3Emulator, type S3Emulator } from '../harness/aws/s3-emulator.ts';
 import { startDynamoDbLocal, type DynamoDbLocal } from '../harness/aws/dynamodb-local.ts';
 
@@ -73,23 +74,13 @@ const EVENTS = 12_000;
 const SOURCE = { count: EVENTS, keyCount: 20, seed: 11, startTime: 0, eventIntervalMs: 1 };
 
 async function expected(): Promise<{ totals: Record<string, { count: number; total: number }>; windows: number }> {
-  const source = generatorSource(SOURCE);
-  const reader = await source.createReader(await source.createSplits({ parallelism: 1 }), {
-    subtask: 0,
-    parallelism: 1,
-    clock: systemClock,
-    signal: new AbortController().signal,
-  });
   const totals: Record<string, { count: number; total: number }> = {};
   const windows = new Set<string>();
-  for (let r = await reader.poll(1000); r.kind !== 'end'; r = await reader.poll(1000)) {
-    if (r.kind !== 'batch') continue;
-    for (const t of r.batch.values) {
-      const acc = (totals[t.account] ??= { count: 0, total: 0 });
-      acc.count++;
-      acc.total += t.amountCents;
-      windows.add(`${t.account}@${t.ts - (t.ts % 500)}`);
-    }
+  for (const t of await generatedTransactions(SOURCE)) {
+    const acc = (totals[t.account] ??= { count: 0, total: 0 });
+    acc.count++;
+    acc.total += t.amountCents;
+    windows.add(`${t.account}@${t.ts - (t.ts % 500)}`);
   }
   return { totals, windows: windows.size };
 }
@@ -98,22 +89,11 @@ function buildJob(failAt: { ts: number; armed: boolean }): StreamEnvironment {
   const env = new StreamEnvironment({ parallelism: 2, batchSize: 100 });
   env
     .fromSource(generatorSource({ ...SOURCE, ratePerSecond: 30_000 }), WatermarkStrategy.forBoundedOutOfOrderness<Transaction>(0))
-    .map((t) => {
-      if (failAt.armed && t.ts === failAt.ts) {
-        failAt.armed = false;
-        throw new Error('injected failure');
-      }
-      return t;
-    })
+    .map(failOnceAt(failAt))
     .keyBy((t) => t.account)
     .window(TumblingEventTimeWindows.of(500))
     .aggregate(
-      {
-        createAccumulator: () => ({ count: 0, total: 0 }),
-        add: (t: Transaction, a: { count: number; total: number }) => ({ count: a.count + 1, total: a.total + t.amountCents }),
-        getResult: (a) => a,
-        merge: (a, b) => ({ count: a.count + b.count, total: a.total + b.total }),
-      },
+      countAndSum,
       (a, account): Row => ({ account, count: a.count, total: a.total }),
     )
     .sinkTo(

@@ -1,58 +1,26 @@
 import {
   ExpiredIteratorException,
-  KinesisClient,
   LimitExceededException,
   ProvisionedThroughputExceededException,
 } from '@aws-sdk/client-kinesis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { StreamEnvironment, collectSink, runInThisThread, systemClock } from '../../lib/index.ts';
-import { awsClientConfig } from '../../lib/connectors/aws/client-config.ts';
 import type { DeadLetter } from '../../lib/connectors/aws/dead-letter.ts';
 import {
   KinesisSourceError,
-  kinesisApi,
   kinesisDeadLetterWriter,
   kinesisSource,
   type KinesisApi,
   type KinesisSourceOptions,
 } from '../../lib/connectors/aws/kinesis/index.ts';
-import { createStream, putRecords, readStream, startKinesisEmulator, type KinesisEmulator } from '../harness/aws/kinesis-emulator.ts';
+import { putRecords, readStream } from '../harness/aws/kinesis-emulator.ts';
+import { numberedEvents, useKinesisEmulator, type NumberedEvent } from '../harness/aws/kinesis-test-setup.ts';
 
-interface Event {
-  k: string;
-  n: number;
-}
+type Event = NumberedEvent;
 
-let emu: KinesisEmulator;
-let client: KinesisClient;
-let real: KinesisApi;
-let streams = 0;
-
-beforeAll(async () => {
-  emu = await startKinesisEmulator();
-  client = new KinesisClient(awsClientConfig('kinesis', emu.clientConfig));
-  real = kinesisApi(client);
-});
-afterAll(async () => {
-  client.destroy();
-  await emu.stop();
-});
-
-async function newStream(prefix: string, shards: number): Promise<string> {
-  const name = `${prefix}-${++streams}`;
-  await createStream(client, name, shards);
-  return name;
-}
-
-function events(count: number, keys: number): { key: string; data: Event }[] {
-  const next = new Map<string, number>();
-  return Array.from({ length: count }, (_, i) => {
-    const k = `k${i % keys}`;
-    const n = next.get(k) ?? 0;
-    next.set(k, n + 1);
-    return { key: k, data: { k, n } };
-  });
-}
+const kinesis = useKinesisEmulator();
+const newStream = (prefix: string, shards: number) => kinesis.newStream(prefix, shards);
+const events = (count: number, keys: number) => numberedEvents(count, keys);
 
 async function runToIdle(options: KinesisSourceOptions<Event>): Promise<Event[]> {
   const env = new StreamEnvironment({ parallelism: 1 });
@@ -77,19 +45,19 @@ describe('kinesis source under throttling and expiring iterators', () => {
   it('retries throttled GetRecords, GetShardIterator and ListShards calls and loses nothing', async () => {
     const stream = await newStream('throttled', 2);
     const input = events(300, 6);
-    await putRecords(client, stream, input);
+    await putRecords(kinesis.client, stream, input);
     const thrown = { getRecords: 0, getShardIterator: 0, listShards: 0 };
     let calls = 0;
     const iteratorCalls = new Set<string>();
     const api: KinesisApi = {
-      ...real,
+      ...kinesis.api,
       async getRecords(input, signal) {
         // Every other call is throttled, deterministically.
         if (++calls % 2 === 0) {
           thrown.getRecords++;
           throw new ProvisionedThroughputExceededException({ message: 'Rate exceeded for shard', ...meta });
         }
-        return real.getRecords(input, signal);
+        return kinesis.api.getRecords(input, signal);
       },
       async getShardIterator(input, signal) {
         if (!iteratorCalls.has(input.ShardId as string)) {
@@ -97,11 +65,11 @@ describe('kinesis source under throttling and expiring iterators', () => {
           thrown.getShardIterator++;
           throw new LimitExceededException({ message: 'Rate exceeded', ...meta });
         }
-        return real.getShardIterator(input, signal);
+        return kinesis.api.getShardIterator(input, signal);
       },
       async listShards(input, signal) {
         if (thrown.listShards++ % 3 === 0) throw new LimitExceededException({ message: 'Rate exceeded', ...meta });
-        return real.listShards(input, signal);
+        return kinesis.api.listShards(input, signal);
       },
     };
     const got = await runToIdle({
@@ -122,18 +90,18 @@ describe('kinesis source under throttling and expiring iterators', () => {
   it('replaces an expired iterator after the last record fetched', async () => {
     const stream = await newStream('expired', 1);
     const input = events(150, 4);
-    await putRecords(client, stream, input);
+    await putRecords(kinesis.client, stream, input);
     let calls = 0;
     const iterators: string[] = [];
     const api: KinesisApi = {
-      ...real,
+      ...kinesis.api,
       async getRecords(input, signal) {
         if (++calls === 2 || calls === 4) throw new ExpiredIteratorException({ message: 'Iterator expired', ...meta });
-        return real.getRecords(input, signal);
+        return kinesis.api.getRecords(input, signal);
       },
       async getShardIterator(input, signal) {
         iterators.push(`${input.ShardIteratorType}${input.StartingSequenceNumber === undefined ? '' : ' after'}`);
-        return real.getShardIterator(input, signal);
+        return kinesis.api.getShardIterator(input, signal);
       },
     };
     const got = await runToIdle({
@@ -150,7 +118,7 @@ describe('kinesis source under throttling and expiring iterators', () => {
   it('fails with a typed error when a call fails in a way retries cannot fix', async () => {
     const stream = await newStream('denied', 1);
     const api: KinesisApi = {
-      ...real,
+      ...kinesis.api,
       getShardIterator: async () => {
         throw Object.assign(new Error('User is not authorized to perform: kinesis:GetShardIterator'), { name: 'AccessDeniedException', $fault: 'client' });
       },
@@ -190,18 +158,18 @@ describe('kinesis source dead letters', () => {
       { key: 'k1', data: new Uint8Array([0xff, 0xfe, 0x7b]) },
     ];
     const mixed = [...good.slice(0, 20), bad[0]!, ...good.slice(20, 45), bad[1]!, ...good.slice(45)];
-    const placed = await putRecords(client, stream, mixed);
+    const placed = await putRecords(kinesis.client, stream, mixed);
     const badAt = [mixed.indexOf(bad[0]!), mixed.indexOf(bad[1]!)].map((i) => placed[i]!);
 
     const got = await runToIdle({
       stream,
-      clientConfig: emu.clientConfig,
+      clientConfig: kinesis.emu.clientConfig,
       startPosition: 'TRIM_HORIZON',
-      deadLetters: () => kinesisDeadLetterWriter({ stream: dlq, clientConfig: emu.clientConfig }),
+      deadLetters: () => kinesisDeadLetterWriter({ stream: dlq, clientConfig: kinesis.emu.clientConfig }),
       stopWhenIdleMs: 400,
     });
     expectInOrder(got, good);
-    const letters = (await readStream(client, dlq)).map((r) => JSON.parse(Buffer.from(r.record.Data!).toString('utf8')) as DeadLetter);
+    const letters = (await readStream(kinesis.client, dlq)).map((r) => JSON.parse(Buffer.from(r.record.Data!).toString('utf8')) as DeadLetter);
     expect(letters.map((l) => [l.shardId, l.sequenceNumber]).sort()).toEqual(badAt.map((b) => [b.shardId, b.sequenceNumber]).sort());
     for (const letter of letters) {
       const original = bad.find((b) => b.key === letter.partitionKey)!;
@@ -215,11 +183,11 @@ describe('kinesis source dead letters', () => {
   it('a custom deserializer rejects records by throwing; without a dead-letter target they are skipped and logged', async () => {
     const stream = await newStream('validated', 1);
     const input = events(40, 2);
-    await putRecords(client, stream, input);
+    await putRecords(kinesis.client, stream, input);
     const logs: string[] = [];
     const got = await runToIdle({
       stream,
-      clientConfig: emu.clientConfig,
+      clientConfig: kinesis.emu.clientConfig,
       startPosition: 'TRIM_HORIZON',
       deserializer: (data, info) => {
         const e = JSON.parse(Buffer.from(data).toString('utf8')) as Event;

@@ -1,11 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { KinesisClient } from '@aws-sdk/client-kinesis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { StreamEnvironment, collectSink, runInThisThread, systemClock } from '../../lib/index.ts';
 import type { SourceReaderContext } from '../../lib/connectors/source.ts';
-import { awsClientConfig } from '../../lib/connectors/aws/client-config.ts';
 import {
   broadcastFinishedShardRegistry,
   kinesisSource,
@@ -13,49 +8,17 @@ import {
   type KinesisShardSplit,
   type KinesisSourceReader,
 } from '../../lib/connectors/aws/kinesis/index.ts';
-import {
-  createStream,
-  listShards,
-  mergeShards,
-  putRecords,
-  splitShard,
-  startKinesisEmulator,
-  type KinesisEmulator,
-} from '../harness/aws/kinesis-emulator.ts';
+import { listShards, mergeShards, putRecords, splitShard } from '../harness/aws/kinesis-emulator.ts';
+import { numberedEvents, useKinesisEmulator, type NumberedEvent } from '../harness/aws/kinesis-test-setup.ts';
 
-interface Event {
-  k: string;
-  n: number;
-}
+type Event = NumberedEvent;
 
-let emu: KinesisEmulator;
-let client: KinesisClient;
-const dirs: string[] = [];
-let streams = 0;
-
-beforeAll(async () => {
-  emu = await startKinesisEmulator();
-  client = new KinesisClient(awsClientConfig('kinesis', emu.clientConfig));
-});
-afterAll(async () => {
-  client.destroy();
-  await emu.stop();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const kinesis = useKinesisEmulator();
 
 const shard = (n: number) => `shardId-${String(n).padStart(12, '0')}`;
 
 /** Numbered events per key, continuing from `next`. */
-function events(count: number, keys: number, next: Map<string, number>): { key: string; data: Event }[] {
-  const out: { key: string; data: Event }[] = [];
-  for (let i = 0; i < count; i++) {
-    const k = `key-${i % keys}`;
-    const n = next.get(k) ?? 0;
-    next.set(k, n + 1);
-    out.push({ key: k, data: { k, n } });
-  }
-  return out;
-}
+const events = (count: number, keys: number, next: Map<string, number>) => numberedEvents(count, keys, 'key-', next);
 
 async function until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -81,8 +44,7 @@ describe('kinesis source across SplitShard and MergeShards', () => {
     { parallelism: 1, checkpoints: false },
     { parallelism: 2, checkpoints: true },
   ])('loses nothing and keeps per-key order (parallelism $parallelism, checkpoints $checkpoints)', async ({ parallelism, checkpoints }) => {
-    const stream = `reshard-${++streams}`;
-    await createStream(client, stream, 4);
+    const stream = await kinesis.newStream('reshard', 4);
     const next = new Map<string, number>();
     const announced: string[] = [];
     const registry: FinishedShardRegistryFactory = (ctx) => {
@@ -91,7 +53,7 @@ describe('kinesis source across SplitShard and MergeShards', () => {
     };
     const source = kinesisSource<Event>({
       stream,
-      clientConfig: emu.clientConfig,
+      clientConfig: kinesis.emu.clientConfig,
       startPosition: 'TRIM_HORIZON',
       shardDiscoveryIntervalMs: 50,
       stopWhenIdleMs: 1000,
@@ -109,8 +71,7 @@ describe('kinesis source across SplitShard and MergeShards', () => {
       .keyBy((e) => e.k)
       .process<Event>({ processElement: (e, _ctx, out) => out.collect(e) })
       .sinkTo(sink);
-    const dir = mkdtempSync(join(tmpdir(), 'sluice-kinesis-reshard-'));
-    dirs.push(dir);
+    const dir = kinesis.tempDir('sluice-kinesis-reshard-');
     const job = runInThisThread(env, {
       log: () => {},
       ...(checkpoints ? { checkpointing: { dir, intervalMs: 40 }, restart: { kind: 'none' as const } } : {}),
@@ -120,25 +81,25 @@ describe('kinesis source across SplitShard and MergeShards', () => {
     const phase = async () => {
       const batch = events(240, 24, next);
       put += batch.length;
-      await putRecords(client, stream, batch);
+      await putRecords(kinesis.client, stream, batch);
     };
     await phase();
     await until(() => sink.values.length >= put, 'the first records');
     // Split shard 3 (both children stay with its reader), with records in flight on both sides.
     await phase();
-    const children = await splitShard(client, stream, shard(3));
+    const children = await splitShard(kinesis.client, stream, shard(3));
     await phase();
     // Merge 1 (ShardToMerge: the child's parent) with its neighbour 2, which another subtask reads at parallelism 2.
-    const merged = await mergeShards(client, stream, shard(1), shard(2));
+    const merged = await mergeShards(kinesis.client, stream, shard(1), shard(2));
     await phase();
     // Merge the split's children again (one reader sequences all three).
-    await mergeShards(client, stream, children[0] as string, children[1] as string);
+    await mergeShards(kinesis.client, stream, children[0] as string, children[1] as string);
     await phase();
     await job;
 
     expect(sink.values).toHaveLength(put);
     expectPerKeyOrder(sink.values, next);
-    const lineage = (await listShards(client, stream)).find((s) => s.ShardId === merged);
+    const lineage = (await listShards(kinesis.client, stream)).find((s) => s.ShardId === merged);
     expect(lineage?.ParentShardId).toBe(shard(1));
     expect(lineage?.AdjacentParentShardId).toBe(shard(2));
     // Parents were announced: shard 2 is what the merged child's reader waited for at parallelism 2.
@@ -171,20 +132,19 @@ async function pollValues(
 
 describe('merged child of parents read by two subtasks', () => {
   it('is read only once the other parent is finished in a completed checkpoint', async () => {
-    const stream = `merge-wait-${++streams}`;
-    await createStream(client, stream, 2);
-    const source = kinesisSource<Event>({ stream, clientConfig: emu.clientConfig, startPosition: 'TRIM_HORIZON', shardDiscoveryIntervalMs: 50 });
+    const stream = await kinesis.newStream('merge-wait', 2);
+    const source = kinesisSource<Event>({ stream, clientConfig: kinesis.emu.clientConfig, startPosition: 'TRIM_HORIZON', shardDiscoveryIntervalMs: 50 });
     const splits = await source.createSplits({ parallelism: 2 });
     const of = (subtask: number) => splits.filter((s) => source.subtaskOf(s, 2) === subtask);
     expect(of(0).map((s) => s.id)).toEqual([shard(0)]);
     expect(of(1).map((s) => s.id)).toEqual([shard(1)]);
     const next = new Map<string, number>();
-    await putRecords(client, stream, events(100, 10, next));
+    await putRecords(kinesis.client, stream, events(100, 10, next));
     // The child's first parent is 0 (subtask 0), its adjacent parent 1 (subtask 1).
-    const child = await mergeShards(client, stream, shard(0), shard(1));
-    await putRecords(client, stream, events(50, 10, next));
+    const child = await mergeShards(kinesis.client, stream, shard(0), shard(1));
+    await putRecords(kinesis.client, stream, events(50, 10, next));
 
-    const attempt = `attempt-${streams}`;
+    const attempt = `attempt-${stream}`;
     const x = source.createReader(of(0), context(0, attempt));
     const y = source.createReader(of(1), context(1, attempt));
     try {
@@ -212,14 +172,13 @@ describe('merged child of parents read by two subtasks', () => {
   });
 
   it('a restarted reader announces restored finished shards at once', async () => {
-    const stream = `merge-restore-${++streams}`;
-    await createStream(client, stream, 2);
-    const source = kinesisSource<Event>({ stream, clientConfig: emu.clientConfig, startPosition: 'TRIM_HORIZON', shardDiscoveryIntervalMs: 50 });
+    const stream = await kinesis.newStream('merge-restore', 2);
+    const source = kinesisSource<Event>({ stream, clientConfig: kinesis.emu.clientConfig, startPosition: 'TRIM_HORIZON', shardDiscoveryIntervalMs: 50 });
     const splits = await source.createSplits({ parallelism: 2 });
-    await mergeShards(client, stream, shard(0), shard(1));
+    await mergeShards(kinesis.client, stream, shard(0), shard(1));
     const next = new Map<string, number>();
-    await putRecords(client, stream, events(30, 3, next));
-    const attempt = `attempt-${streams}`;
+    await putRecords(kinesis.client, stream, events(30, 3, next));
+    const attempt = `attempt-${stream}`;
     // As restored from a checkpoint: shard 0 finished (subtask 0), shard 1 finished (subtask 1), child not started.
     const restored = (id: string) => ({ ...(splits.find((s) => s.id === id) as KinesisShardSplit), finished: true });
     const x = source.createReader([restored(shard(0))], context(0, attempt));

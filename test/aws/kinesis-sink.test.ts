@@ -1,14 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { KinesisClient, ProvisionedThroughputExceededException } from '@aws-sdk/client-kinesis';
+import { ProvisionedThroughputExceededException } from '@aws-sdk/client-kinesis';
 import type { PutRecordsInput, PutRecordsOutput, PutRecordsResultEntry } from '@aws-sdk/client-kinesis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { StreamEnvironment, runInThisThread } from '../../lib/index.ts';
 import type { SinkContext } from '../../lib/connectors/sink.ts';
-import { awsClientConfig } from '../../lib/connectors/aws/client-config.ts';
-import { KinesisSinkError, kinesisApi, kinesisSink, type KinesisApi } from '../../lib/connectors/aws/kinesis/index.ts';
-import { createStream, readStream, startKinesisEmulator, type KinesisEmulator } from '../harness/aws/kinesis-emulator.ts';
+import { KinesisSinkError, kinesisSink, type KinesisApi } from '../../lib/connectors/aws/kinesis/index.ts';
+import { readStream } from '../harness/aws/kinesis-emulator.ts';
+import { numberedEvents, useKinesisEmulator } from '../harness/aws/kinesis-test-setup.ts';
 
 interface Event {
   k: string;
@@ -16,41 +13,12 @@ interface Event {
   pad?: string;
 }
 
-let emu: KinesisEmulator;
-let client: KinesisClient;
-let real: KinesisApi;
-let streams = 0;
-const dirs: string[] = [];
-
-beforeAll(async () => {
-  emu = await startKinesisEmulator();
-  client = new KinesisClient(awsClientConfig('kinesis', emu.clientConfig));
-  real = kinesisApi(client);
-});
-afterAll(async () => {
-  client.destroy();
-  await emu.stop();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
-async function newStream(shards: number): Promise<string> {
-  const name = `sink-${++streams}`;
-  await createStream(client, name, shards);
-  return name;
-}
-
-function events(count: number, keys: number): Event[] {
-  const next = new Map<string, number>();
-  return Array.from({ length: count }, (_, i) => {
-    const k = `k${i % keys}`;
-    const n = next.get(k) ?? 0;
-    next.set(k, n + 1);
-    return { k, n };
-  });
-}
+const kinesis = useKinesisEmulator();
+const newStream = (shards: number) => kinesis.newStream('sink', shards);
+const events = (count: number, keys: number): Event[] => numberedEvents(count, keys).map((e) => e.data);
 
 async function streamValues(stream: string): Promise<{ value: Event; key: string }[]> {
-  return (await readStream(client, stream)).map((r) => ({
+  return (await readStream(kinesis.client, stream)).map((r) => ({
     value: JSON.parse(Buffer.from(r.record.Data!).toString('utf8')) as Event,
     key: r.record.PartitionKey as string,
   }));
@@ -68,15 +36,15 @@ describe('kinesis sink', () => {
     const failedOnce = new Set<string>();
     let call = 0;
     const api: KinesisApi = {
-      ...real,
+      ...kinesis.api,
       // Rejects every third entry of the first calls (throttled or internal failure), writing only the rest.
       async putRecords(req: PutRecordsInput, signal): Promise<PutRecordsOutput> {
         const entries = req.Records ?? [];
         const id = (i: number) => Buffer.from(entries[i]!.Data!).toString('utf8');
         calls.push({ size: entries.length, retried: entries.filter((_, i) => failedOnce.has(id(i))).length });
-        if (++call > 4) return real.putRecords(req, signal);
+        if (++call > 4) return kinesis.api.putRecords(req, signal);
         const reject = entries.map((_, i) => i % 3 === 1);
-        const accepted = await real.putRecords({ ...req, Records: entries.filter((_, i) => !reject[i]) }, signal);
+        const accepted = await kinesis.api.putRecords({ ...req, Records: entries.filter((_, i) => !reject[i]) }, signal);
         const results: PutRecordsResultEntry[] = [];
         let next = 0;
         entries.forEach((_, i) => {
@@ -95,8 +63,7 @@ describe('kinesis sink', () => {
     env
       .fromCollection(input)
       .sinkTo(kinesisSink<Event>({ stream, partitionKey: (e) => e.k, client: () => api, retry: { baseDelayMs: 1, maxDelayMs: 5 } }));
-    const dir = mkdtempSync(join(tmpdir(), 'sluice-kinesis-sink-'));
-    dirs.push(dir);
+    const dir = kinesis.tempDir('sluice-kinesis-sink-');
     await runInThisThread(env, { checkpointing: { dir, intervalMs: 20 }, log: () => {} });
 
     const written = await streamValues(stream);
@@ -110,7 +77,7 @@ describe('kinesis sink', () => {
 
   it('a checkpoint (prepareCommit) returns only once everything written before it is acknowledged', async () => {
     const stream = await newStream(1);
-    const writer = await kinesisSink<Event>({ stream, partitionKey: (e) => e.k, clientConfig: emu.clientConfig, lingerMs: 60_000 }).createWriter(ctx);
+    const writer = await kinesisSink<Event>({ stream, partitionKey: (e) => e.k, clientConfig: kinesis.emu.clientConfig, lingerMs: 60_000 }).createWriter(ctx);
     try {
       await writer.write({ values: events(10, 2), timestamps: new Array<number>(10).fill(0) });
       expect(await streamValues(stream)).toHaveLength(0);
@@ -124,7 +91,7 @@ describe('kinesis sink', () => {
   it('cuts calls at 500 records and 5 MiB', async () => {
     const sizes: { n: number; bytes: number }[] = [];
     const api: KinesisApi = {
-      ...real,
+      ...kinesis.api,
       async putRecords(req) {
         const entries = req.Records ?? [];
         sizes.push({ n: entries.length, bytes: entries.reduce((s, e) => s + e.Data!.byteLength + e.PartitionKey!.length, 0) });
@@ -152,7 +119,7 @@ describe('kinesis sink', () => {
     let peak = 0;
     let calls = 0;
     const api: KinesisApi = {
-      ...real,
+      ...kinesis.api,
       async putRecords(req) {
         active++;
         calls++;
@@ -174,7 +141,7 @@ describe('kinesis sink', () => {
 
   it('fails with typed errors: an entry error retries cannot fix, a record over 1 MiB, retries run out', async () => {
     const rejecting: KinesisApi = {
-      ...real,
+      ...kinesis.api,
       putRecords: async (req) => ({
         FailedRecordCount: 1,
         Records: (req.Records ?? []).map((_, i) =>
@@ -199,7 +166,7 @@ describe('kinesis sink', () => {
 
     let attempts = 0;
     const failing: KinesisApi = {
-      ...real,
+      ...kinesis.api,
       putRecords: async () => {
         attempts++;
         throw Object.assign(new Error('We encountered an internal error'), { name: 'InternalFailureException', $fault: 'server' });
@@ -223,7 +190,7 @@ describe('kinesis sink', () => {
     let throttles = 0;
     const written: string[] = [];
     const api: KinesisApi = {
-      ...real,
+      ...kinesis.api,
       async putRecords(req) {
         if (throttles < 12) {
           throttles++;

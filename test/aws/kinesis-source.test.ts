@@ -1,63 +1,26 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { KinesisClient } from '@aws-sdk/client-kinesis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { StreamEnvironment, collectSink, runInThisThread, systemClock } from '../../lib/index.ts';
-import type { TwoPhaseCommitSink } from '../../lib/connectors/sink.ts';
 import type { SourceReaderContext } from '../../lib/connectors/source.ts';
 import { awsClientConfig } from '../../lib/connectors/aws/client-config.ts';
 import { kinesisApi, kinesisSource, type KinesisApi, type KinesisSourceOptions } from '../../lib/connectors/aws/kinesis/index.ts';
-import { createStream, putRecords, startKinesisEmulator, type KinesisEmulator } from '../harness/aws/kinesis-emulator.ts';
+import { putRecords } from '../harness/aws/kinesis-emulator.ts';
+import { numberedEvents, useKinesisEmulator, type NumberedEvent } from '../harness/aws/kinesis-test-setup.ts';
+import { committingSink } from '../harness/committing-sink.ts';
 
-interface Event {
-  k: string;
-  n: number;
-}
+type Event = NumberedEvent;
 
-let emu: KinesisEmulator;
-let client: KinesisClient;
-const dirs: string[] = [];
-let streams = 0;
-
-beforeAll(async () => {
-  emu = await startKinesisEmulator();
-  client = new KinesisClient(awsClientConfig('kinesis', emu.clientConfig));
-});
-afterAll(async () => {
-  client.destroy();
-  await emu.stop();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
-const tempDir = () => {
-  const d = mkdtempSync(join(tmpdir(), 'sluice-kinesis-'));
-  dirs.push(d);
-  return d;
-};
-
-async function newStream(shards: number): Promise<string> {
-  const name = `source-${++streams}`;
-  await createStream(client, name, shards);
-  return name;
-}
+const kinesis = useKinesisEmulator();
+const tempDir = () => kinesis.tempDir();
+const newStream = (shards: number) => kinesis.newStream('source', shards);
 
 /** `count` events over `keys` keys, numbered per key from `from[key]`. */
-function events(count: number, keys: number, tag = 'e', from = new Map<string, number>()): { key: string; data: Event }[] {
-  const out: { key: string; data: Event }[] = [];
-  for (let i = 0; i < count; i++) {
-    const k = `${tag}${i % keys}`;
-    const n = from.get(k) ?? 0;
-    from.set(k, n + 1);
-    out.push({ key: k, data: { k, n } });
-  }
-  return out;
-}
+const events = (count: number, keys: number, tag = 'e', from?: Map<string, number>) => numberedEvents(count, keys, tag, from);
 
 const sorted = (values: Event[]) => values.map((e) => `${e.k}#${e.n}`).sort();
 
 function options(stream: string, extra: Partial<KinesisSourceOptions<Event>> = {}): KinesisSourceOptions<Event> {
-  return { stream, clientConfig: emu.clientConfig, stopWhenIdleMs: 300, shardDiscoveryIntervalMs: 100, ...extra };
+  return { stream, clientConfig: kinesis.emu.clientConfig, stopWhenIdleMs: 300, shardDiscoveryIntervalMs: 100, ...extra };
 }
 
 async function runToIdle(source: ReturnType<typeof kinesisSource<Event>>, parallelism = 1): Promise<Event[]> {
@@ -77,7 +40,7 @@ describe('kinesis source start positions', () => {
     const stream = await newStream(3);
     const input = events(300, 12);
     const before = Date.now();
-    await putRecords(client, stream, input);
+    await putRecords(kinesis.client, stream, input);
     const after = Date.now();
     const env = new StreamEnvironment({ parallelism: 2 });
     const sink = collectSink<Event>();
@@ -99,12 +62,12 @@ describe('kinesis source start positions', () => {
 
   it('LATEST skips what was there before the reader asked for its shards', async () => {
     const stream = await newStream(2);
-    await putRecords(client, stream, events(50, 5, 'old'));
+    await putRecords(kinesis.client, stream, events(50, 5, 'old'));
     // Resolves once both shards have an iterator: from then on, new records must be read.
     let iterators = 0;
     let ready!: () => void;
     const readyPromise = new Promise<void>((r) => (ready = r));
-    const real = kinesisApi(new KinesisClient(awsClientConfig('kinesis', emu.clientConfig)));
+    const real = kinesisApi(new KinesisClient(awsClientConfig('kinesis', kinesis.emu.clientConfig)));
     const api: KinesisApi = {
       ...real,
       async getShardIterator(input, signal) {
@@ -116,7 +79,7 @@ describe('kinesis source start positions', () => {
     const running = runToIdle(kinesisSource<Event>(options(stream, { startPosition: 'LATEST', client: () => api })));
     await readyPromise;
     const fresh = events(40, 5, 'new');
-    await putRecords(client, stream, fresh);
+    await putRecords(kinesis.client, stream, fresh);
     const got = await running;
     real.destroy?.();
     expect(sorted(got)).toEqual(sorted(fresh.map((r) => r.data)));
@@ -124,12 +87,12 @@ describe('kinesis source start positions', () => {
 
   it('AT_TIMESTAMP starts at the first record that arrived at or after the time', async () => {
     const stream = await newStream(1);
-    await putRecords(client, stream, events(30, 3, 'before'));
+    await putRecords(kinesis.client, stream, events(30, 3, 'before'));
     await new Promise((r) => setTimeout(r, 30));
     const at = Date.now();
     await new Promise((r) => setTimeout(r, 5));
     const after = events(30, 3, 'after');
-    await putRecords(client, stream, after);
+    await putRecords(kinesis.client, stream, after);
     const got = await runToIdle(kinesisSource<Event>(options(stream, { startPosition: { atTimestamp: new Date(at) } })));
     expect(sorted(got)).toEqual(sorted(after.map((r) => r.data)));
   });
@@ -139,7 +102,7 @@ describe('kinesis source positions in checkpoints', () => {
   it('a reader restored from currentSplits reads no record twice and misses none', async () => {
     const stream = await newStream(2);
     const input = events(400, 8);
-    await putRecords(client, stream, input);
+    await putRecords(kinesis.client, stream, input);
     const source = kinesisSource<Event>(options(stream, { startPosition: 'TRIM_HORIZON', stopWhenIdleMs: 300 }));
     const first = source.createReader(await source.createSplits({ parallelism: 1 }), readerContext({ attempt: 'a1' }));
     const seen: Event[] = [];
@@ -169,7 +132,7 @@ describe('kinesis source positions in checkpoints', () => {
     const parallelism = 2;
     const stream = await newStream(3);
     const input = events(600, 10);
-    await putRecords(client, stream, input);
+    await putRecords(kinesis.client, stream, input);
     const committed = new Map<string, Event[]>();
     const failAt = { after: 250, seen: 0, armed: true };
     const env = new StreamEnvironment({ parallelism, batchSize: 20 });
@@ -200,30 +163,3 @@ describe('kinesis source positions in checkpoints', () => {
     expect(sorted(out)).toEqual(sorted(input.map((r) => r.data)));
   });
 });
-
-/** Exactly-once test sink: a prepared transaction is committed once, by id; uncommitted ones are dropped. */
-function committingSink(committed: Map<string, Event[]>): TwoPhaseCommitSink<Event, { id: string; rows: Event[] }> {
-  return {
-    name: 'committing',
-    twoPhaseCommit: true,
-    createWriter(ctx) {
-      let open: Event[] = [];
-      return {
-        write(batch) {
-          open.push(...batch.values);
-        },
-        prepareCommit(checkpointId) {
-          const txn = { id: `${ctx.attempt}/${ctx.subtask}/${checkpointId}`, rows: open };
-          open = [];
-          return txn.rows.length > 0 ? [txn] : [];
-        },
-      };
-    },
-    createCommitter: () => ({
-      commit(committables) {
-        for (const c of committables) if (!committed.has(c.id)) committed.set(c.id, c.rows);
-      },
-    }),
-    cleanUpDangling() {},
-  };
-}

@@ -1,25 +1,12 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { KinesisClient } from '@aws-sdk/client-kinesis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { runOnThreads } from '../../lib/index.ts';
-import { awsClientConfig } from '../../lib/connectors/aws/client-config.ts';
-import {
-  createStream,
-  mergeShards,
-  putRecords,
-  readStream,
-  splitShard,
-  startKinesisEmulator,
-  type KinesisEmulator,
-} from '../harness/aws/kinesis-emulator.ts';
+import { createStream, mergeShards, putRecords, readStream, splitShard } from '../harness/aws/kinesis-emulator.ts';
+import { numberedEvents, useKinesisEmulator, type NumberedEvent } from '../harness/aws/kinesis-test-setup.ts';
 
-interface Event {
-  k: string;
-  n: number;
-}
+type Event = NumberedEvent;
 
 const lib = (path: string) => JSON.stringify(fileURLToPath(new URL(`../../lib/${path}`, import.meta.url)));
 
@@ -50,44 +37,30 @@ export default defineJob({
 });
 `;
 
-let emu: KinesisEmulator;
-let client: KinesisClient;
+const kinesis = useKinesisEmulator();
 let dir: string;
 
-beforeAll(async () => {
-  emu = await startKinesisEmulator();
-  client = new KinesisClient(awsClientConfig('kinesis', emu.clientConfig));
-  dir = mkdtempSync(join(tmpdir(), 'sluice-kinesis-threads-'));
-});
-afterAll(async () => {
-  client.destroy();
-  await emu.stop();
-  rmSync(dir, { recursive: true, force: true });
+beforeAll(() => {
+  dir = kinesis.tempDir('sluice-kinesis-threads-');
 });
 
 const shard = (n: number) => `shardId-${String(n).padStart(12, '0')}`;
 
 describe('kinesis source and sink on worker threads', () => {
   it('reads across a split and a merge between two threads, keeping per-key order into the output stream', async () => {
-    await createStream(client, 'threads-in', 4);
-    await createStream(client, 'threads-out', 2);
+    await createStream(kinesis.client, 'threads-in', 4);
+    await createStream(kinesis.client, 'threads-out', 2);
     const jobPath = join(dir, 'kinesis-job.ts');
     writeFileSync(jobPath, JOB);
     writeFileSync(join(dir, 'package.json'), '{ "type": "module" }'); // an ES module, like the repository's own
     const next = new Map<string, number>();
     const phase = async () => {
-      const batch = Array.from({ length: 200 }, (_, i) => {
-        const k = `key-${i % 20}`;
-        const n = next.get(k) ?? 0;
-        next.set(k, n + 1);
-        return { key: k, data: { k, n } };
-      });
-      await putRecords(client, 'threads-in', batch);
+      await putRecords(kinesis.client, 'threads-in', numberedEvents(200, 20, 'key-', next));
     };
     await phase();
     const job = runOnThreads({
       modulePath: jobPath,
-      flags: { endpoint: emu.endpoint, input: 'threads-in', output: 'threads-out' },
+      flags: { endpoint: kinesis.emu.endpoint, input: 'threads-in', output: 'threads-out' },
       jobOptions: { parallelism: 2, batchSize: 50 },
       checkpointing: { dir: join(dir, 'checkpoints'), intervalMs: 40 },
       restart: { kind: 'none' },
@@ -95,15 +68,15 @@ describe('kinesis source and sink on worker threads', () => {
     });
     await new Promise((r) => setTimeout(r, 300));
     await phase();
-    await splitShard(client, 'threads-in', shard(3));
+    await splitShard(kinesis.client, 'threads-in', shard(3));
     await phase();
     // Shard 1 (first parent, subtask 1) with shard 2 (adjacent parent, subtask 0).
-    await mergeShards(client, 'threads-in', shard(1), shard(2));
+    await mergeShards(kinesis.client, 'threads-in', shard(1), shard(2));
     await phase();
     const result = await job;
     expect(result.sourceRecords).toBe(800);
 
-    const out = (await readStream(client, 'threads-out')).map((r) => JSON.parse(Buffer.from(r.record.Data!).toString('utf8')) as Event);
+    const out = (await readStream(kinesis.client, 'threads-out')).map((r) => JSON.parse(Buffer.from(r.record.Data!).toString('utf8')) as Event);
     expect(out).toHaveLength(800);
     const byKey = new Map<string, number[]>();
     for (const e of out) byKey.set(e.k, [...(byKey.get(e.k) ?? []), e.n]);

@@ -7,12 +7,12 @@ import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectC
 import { PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { checkpointDirName, metadataPath, taskStateFileName, taskStatePath } from '../../lib/checkpoint/naming.ts';
-import { CHECKPOINT_FORMAT_VERSION } from '../../lib/checkpoint/types.ts';
-import type { CheckpointMetadata, SharedFileEntry, TaskStateHandle } from '../../lib/checkpoint/types.ts';
+import type { SharedFileEntry } from '../../lib/checkpoint/types.ts';
 import { InternalError } from '../../lib/core/index.ts';
-import { CheckpointCorruptError, CheckpointIoError, decodeTaskSnapshot, encodeTaskSnapshot } from '../../lib/storage/index.ts';
+import { CheckpointCorruptError, CheckpointIoError, decodeTaskSnapshot } from '../../lib/storage/index.ts';
 import { S3CheckpointStorage } from '../../lib/connectors/aws/s3/s3-checkpoint-storage.ts';
 import { ensureCheckpointCommitTable } from '../../lib/connectors/aws/s3/ensure-commit-table.ts';
+import { latestWithSkips as latestSkipping, writeTestCheckpoint, type TestCheckpointOptions } from '../harness/checkpoint-storage-fixtures.ts';
 import { startS3Emulator, type S3Emulator } from '../harness/aws/s3-emulator.ts';
 import { startDynamoDbLocal, type DynamoDbLocal } from '../harness/aws/dynamodb-local.ts';
 
@@ -99,43 +99,10 @@ async function exists(path: string): Promise<boolean> {
   return (await keysUnder(path)).includes(path);
 }
 
-interface WriteOptions {
-  commit?: boolean;
-  savepoint?: boolean;
-  shared?: readonly SharedFileEntry[];
-  on?: S3CheckpointStorage;
-  completedAt?: number;
-}
-
-/** Writes the state of two tasks and, unless `commit` is false, the metadata that completes checkpoint `id`. */
-async function writeCheckpoint(id: number, options: WriteOptions = {}): Promise<CheckpointMetadata> {
-  const target = options.on ?? storage;
-  const tasks: TaskStateHandle[] = [];
-  for (const subtask of [0, 1]) {
-    const task = { vertex: 1, subtask };
-    const data = encodeTaskSnapshot({ vertex: 1, subtask, operators: [{ nodeId: 4, watermark: id * 100, operatorState: [{ id, subtask }] }] });
-    const written = await target.writeTaskState(id, taskStateFileName(task), data);
-    tasks.push({ task, vertexName: 'Window', ...written, ...(subtask === 0 && options.shared ? { sharedFiles: options.shared } : {}) });
-  }
-  const metadata: CheckpointMetadata = {
-    version: CHECKPOINT_FORMAT_VERSION,
-    checkpointId: id,
-    savepoint: options.savepoint ?? false,
-    triggeredAt: 1000 * id,
-    completedAt: options.completedAt ?? 1000 * id + 5,
-    maxParallelism: 128,
-    parallelism: { 0: 1, 1: 2 },
-    tasks,
-  };
-  if (options.commit !== false) await target.commitMetadata(metadata);
-  return metadata;
-}
-
-async function latestWithSkips(on = storage): Promise<{ id: number | undefined; skipped: [number, string][] }> {
-  const skipped: [number, string][] = [];
-  const latest = await on.latestComplete((id, reason) => skipped.push([id, reason]));
-  return { id: latest?.checkpointId, skipped };
-}
+/** Writes checkpoint `id` (two tasks) to `options.on`, by default the test's storage. */
+const writeCheckpoint = (id: number, options: TestCheckpointOptions & { on?: S3CheckpointStorage } = {}) =>
+  writeTestCheckpoint(options.on ?? storage, id, options);
+const latestWithSkips = (on = storage) => latestSkipping(on);
 
 /** Puts a shared file through the storage from local bytes. */
 async function putShared(name: string, bytes: Uint8Array): Promise<SharedFileEntry> {

@@ -8,10 +8,11 @@ import {
   runInThisThread,
   TumblingEventTimeWindows,
   WatermarkStrategy,
-  systemClock,
   type Transaction,
 } from '../../lib/index.ts';
-import type { TwoPhaseCommitSink } from '../../lib/connectors/sink.ts';
+import { countAndSum } from '../../bench/count-and-sum.ts';
+import { committingSink } from '../harness/committing-sink.ts';
+import { failOnceAt, generatedTransactions, windowTotalLines } from '../harness/generated-transactions.ts';
 
 const dirs: string[] = [];
 const tempDir = () => {
@@ -28,78 +29,22 @@ interface Row {
   total: number;
 }
 
-/** A transactional sink for tests: each prepared transaction is committed at most once, by id. */
-function committingSink(committed: Map<string, Row[]>): TwoPhaseCommitSink<Row, { id: string; rows: Row[] }> {
-  return {
-    name: 'committing',
-    twoPhaseCommit: true,
-    createWriter(ctx) {
-      let open: Row[] = [];
-      return {
-        write(batch) {
-          open.push(...batch.values);
-        },
-        prepareCommit(checkpointId) {
-          const txn = { id: `${ctx.attempt}/${ctx.subtask}/${checkpointId}`, rows: open };
-          open = [];
-          return txn.rows.length > 0 ? [txn] : [];
-        },
-      };
-    },
-    createCommitter: () => ({
-      commit(committables) {
-        for (const c of committables) if (!committed.has(c.id)) committed.set(c.id, c.rows);
-      },
-    }),
-    cleanUpDangling() {},
-  };
-}
-
 async function reference(events: number): Promise<string[]> {
-  const source = generatorSource({ count: events, keyCount: 20, seed: 5, startTime: 0, eventIntervalMs: 1 });
-  const reader = await source.createReader(await source.createSplits({ parallelism: 1 }), {
-    subtask: 0,
-    parallelism: 1,
-    clock: systemClock,
-    signal: new AbortController().signal,
-  });
-  const acc = new Map<string, Row>();
-  for (let r = await reader.poll(1000); r.kind !== 'end'; r = await reader.poll(1000)) {
-    if (r.kind !== 'batch') continue;
-    for (const t of r.batch.values) {
-      const windowStart = t.ts - (t.ts % 500);
-      const row = acc.get(`${t.account}@${windowStart}`) ?? { account: t.account, windowStart, count: 0, total: 0 };
-      row.count++;
-      row.total += t.amountCents;
-      acc.set(`${t.account}@${windowStart}`, row);
-    }
-  }
-  return [...acc.values()].map((r) => JSON.stringify(r)).sort();
+  return windowTotalLines(await generatedTransactions({ count: events, keyCount: 20, seed: 5, startTime: 0, eventIntervalMs: 1 }), 500);
 }
 
-function buildJob(parallelism: number, events: number, committed: Map<string, Row[]>, failAt: { index: number; armed: boolean }) {
+function buildJob(parallelism: number, events: number, committed: Map<string, Row[]>, failAt: { ts: number; armed: boolean }) {
   const env = new StreamEnvironment({ parallelism, batchSize: 100 });
   env
     .fromSource(
       generatorSource({ count: events, keyCount: 20, seed: 5, startTime: 0, eventIntervalMs: 1, ratePerSecond: 40_000 }),
       WatermarkStrategy.forBoundedOutOfOrderness<Transaction>(0),
     )
-    .map((t) => {
-      if (failAt.armed && t.ts === failAt.index) {
-        failAt.armed = false;
-        throw new Error('injected failure');
-      }
-      return t;
-    })
+    .map(failOnceAt(failAt))
     .keyBy((t) => t.account)
     .window(TumblingEventTimeWindows.of(500))
     .aggregate(
-      {
-        createAccumulator: () => ({ count: 0, total: 0 }),
-        add: (t: Transaction, a: { count: number; total: number }) => ({ count: a.count + 1, total: a.total + t.amountCents }),
-        getResult: (a) => a,
-        merge: (a, b) => ({ count: a.count + b.count, total: a.total + b.total }),
-      },
+      countAndSum,
       (a, account, w): Row => ({ account, windowStart: w.start, count: a.count, total: a.total }),
     )
     .sinkTo(committingSink(committed));
@@ -110,7 +55,7 @@ describe('checkpoints and recovery (in-thread)', () => {
   it.each([1, 2])('a failure mid-run restarts from the latest checkpoint with exact, non-duplicated output (parallelism %i)', async (parallelism) => {
     const events = 20_000;
     const committed = new Map<string, Row[]>();
-    const failAt = { index: 12_000, armed: true };
+    const failAt = { ts: 12_000, armed: true };
     const logs: string[] = [];
     await runInThisThread(buildJob(parallelism, events, committed, failAt), {
       checkpointing: { dir: tempDir(), intervalMs: 40 },
@@ -127,7 +72,7 @@ describe('checkpoints and recovery (in-thread)', () => {
     const dir = tempDir();
     const events = 10_000;
     const committed = new Map<string, Row[]>();
-    const failAt = { index: 7_000, armed: true };
+    const failAt = { ts: 7_000, armed: true };
     // First run: no restarts, so the failure ends the run.
     await expect(
       runInThisThread(buildJob(2, events, committed, failAt), {
@@ -146,7 +91,7 @@ describe('checkpoints and recovery (in-thread)', () => {
     const dir = tempDir();
     const events = 10_000;
     const committed = new Map<string, Row[]>();
-    const failAt = { index: 8_000, armed: true };
+    const failAt = { ts: 8_000, armed: true };
     await expect(
       runInThisThread(buildJob(1, events, committed, failAt), {
         checkpointing: { dir, intervalMs: 20 },

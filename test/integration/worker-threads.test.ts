@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generatorSource, runOnThreads, JobFailedError, systemClock } from '../../lib/index.ts';
+import { generatedTransactions, windowTotalLines } from '../harness/generated-transactions.ts';
 
 const JOB = 'test/fixtures/jobs/window-counts.ts';
 const dirs: string[] = [];
@@ -15,26 +16,8 @@ afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
 
 /** The job's expected output from a plain loop over the same generated records. */
 async function reference(events: number): Promise<string[]> {
-  const source = generatorSource({ count: events, keyCount: 50, seed: 3, startTime: 1_000_000, maxOutOfOrdernessMs: 200 });
-  const reader = await source.createReader(await source.createSplits({ parallelism: 1 }), {
-    subtask: 0,
-    parallelism: 1,
-    clock: systemClock,
-    signal: new AbortController().signal,
-  });
-  const acc = new Map<string, { account: string; windowStart: number; count: number; total: number }>();
-  for (let r = await reader.poll(1000); r.kind !== 'end'; r = await reader.poll(1000)) {
-    if (r.kind !== 'batch') continue;
-    for (const t of r.batch.values) {
-      const windowStart = t.ts - (t.ts % 1000);
-      const k = `${t.account}@${windowStart}`;
-      const a = acc.get(k) ?? { account: t.account, windowStart, count: 0, total: 0 };
-      a.count++;
-      a.total += t.amountCents;
-      acc.set(k, a);
-    }
-  }
-  return [...acc.values()].map((a) => JSON.stringify(a)).sort();
+  const input = await generatedTransactions({ count: events, keyCount: 50, seed: 3, startTime: 1_000_000, maxOutOfOrdernessMs: 200 });
+  return windowTotalLines(input, 1000);
 }
 
 function readOutput(dir: string): string[] {

@@ -1,17 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { collectSink, runInThisThread, StreamEnvironment } from '../../lib/index.ts';
-import { nexmarkConfig, type NexmarkOptions } from '../../bench/nexmark/config.ts';
-import { NexmarkGenerator } from '../../bench/nexmark/generator.ts';
+import type { NexmarkOptions } from '../../bench/nexmark/config.ts';
 import { isAuction, isPerson, type NexmarkEvent } from '../../bench/nexmark/model.ts';
 import { q3, Q3_CATEGORY, Q3_STATES, type LocalItemSuggestion } from '../../bench/nexmark/queries/q3.ts';
-import { nexmarkEvents } from '../../bench/nexmark/source.ts';
-
-/** The events the source makes for `options`, in event-id order. */
-function generate(options: NexmarkOptions): NexmarkEvent[] {
-  const config = nexmarkConfig(options);
-  const generator = new NexmarkGenerator(config);
-  return Array.from({ length: config.events }, (_, position) => generator.eventAt(position));
-}
+import { allEvents, runQueryTimestamped } from './run-query.ts';
 
 /** q3 as a batch computation: every (category-10 auction, local seller) pair, with the later of the two times. */
 function expected(events: readonly NexmarkEvent[]): string[] {
@@ -30,17 +21,11 @@ function expected(events: readonly NexmarkEvent[]): string[] {
   return rows.sort();
 }
 
-async function run(options: NexmarkOptions, parallelism: number): Promise<string[]> {
-  const env = new StreamEnvironment({ parallelism });
-  const sink = collectSink<LocalItemSuggestion>('q3');
-  q3.build(nexmarkEvents(env, options)).sinkTo(sink);
-  await runInThisThread(env);
-  return sink.values.map((row, i) => `${JSON.stringify(row)}@${sink.timestamps[i]}`).sort();
-}
+const run = (options: NexmarkOptions, parallelism: number) => runQueryTimestamped(q3, options, parallelism);
 
 describe('Nexmark q3 (local item suggestion)', () => {
   const options: NexmarkOptions = { seed: 7, events: 60_000 };
-  const reference = expected(generate(options));
+  const reference = expected(allEvents(options));
 
   it('has matches to find for this seed', () => {
     expect(reference.length).toBeGreaterThan(50);
@@ -52,7 +37,7 @@ describe('Nexmark q3 (local item suggestion)', () => {
 
   it('equals the batch join with events out of order and sellers registering after their auctions', async () => {
     const shuffled: NexmarkOptions = { seed: 11, events: 40_000, rate: 1_000, outOfOrderGroupSize: 700 };
-    const rows = expected(generate(shuffled));
+    const rows = expected(allEvents(shuffled));
     expect(rows.length).toBeGreaterThan(0);
     expect(await run(shuffled, 2)).toEqual(rows);
   });

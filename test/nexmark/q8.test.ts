@@ -1,16 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { collectSink, runInThisThread, StreamEnvironment } from '../../lib/index.ts';
-import { nexmarkConfig, type NexmarkOptions } from '../../bench/nexmark/config.ts';
-import { NexmarkGenerator } from '../../bench/nexmark/generator.ts';
+import type { NexmarkOptions } from '../../bench/nexmark/config.ts';
 import { isAuction, isPerson, type NexmarkEvent } from '../../bench/nexmark/model.ts';
 import { q8, Q8_WINDOW_MS, type NewSeller } from '../../bench/nexmark/queries/q8.ts';
-import { nexmarkEvents } from '../../bench/nexmark/source.ts';
-
-function generate(options: NexmarkOptions): NexmarkEvent[] {
-  const config = nexmarkConfig(options);
-  const generator = new NexmarkGenerator(config);
-  return Array.from({ length: config.events }, (_, position) => generator.eventAt(position));
-}
+import { allEvents, runQueryTimestamped } from './run-query.ts';
 
 const windowStart = (time: number): number => time - (time % Q8_WINDOW_MS);
 
@@ -35,18 +27,12 @@ function expected(events: readonly NexmarkEvent[]): string[] {
   return rows.sort();
 }
 
-async function run(options: NexmarkOptions, parallelism: number): Promise<string[]> {
-  const env = new StreamEnvironment({ parallelism });
-  const sink = collectSink<NewSeller>('q8');
-  q8.build(nexmarkEvents(env, options)).sinkTo(sink);
-  await runInThisThread(env);
-  return sink.values.map((row, i) => `${JSON.stringify(row)}@${sink.timestamps[i]}`).sort();
-}
+const run = (options: NexmarkOptions, parallelism: number) => runQueryTimestamped(q8, options, parallelism);
 
 describe('Nexmark q8 (monitor new users)', () => {
   // 1,000 events per second of event time: 60,000 events span six 10 s windows.
   const options: NexmarkOptions = { seed: 3, events: 60_000, rate: 1_000 };
-  const reference = expected(generate(options));
+  const reference = expected(allEvents(options));
 
   it('has new sellers in several windows for this seed', () => {
     expect(reference.length).toBeGreaterThan(10);
@@ -59,6 +45,6 @@ describe('Nexmark q8 (monitor new users)', () => {
 
   it('equals the batch computation with events out of order within the watermark delay', async () => {
     const shuffled: NexmarkOptions = { seed: 5, events: 50_000, rate: 1_000, outOfOrderGroupSize: 1_500 };
-    expect(await run(shuffled, 2)).toEqual(expected(generate(shuffled)));
+    expect(await run(shuffled, 2)).toEqual(expected(allEvents(shuffled)));
   });
 });

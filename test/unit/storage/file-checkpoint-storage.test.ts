@@ -11,16 +11,14 @@ import {
   taskStateFileName,
   taskStatePath,
 } from '../../../lib/checkpoint/naming.ts';
-import { CHECKPOINT_FORMAT_VERSION } from '../../../lib/checkpoint/types.ts';
-import type { CheckpointMetadata, TaskStateHandle } from '../../../lib/checkpoint/types.ts';
 import { InternalError } from '../../../lib/core/index.ts';
 import {
   CheckpointCorruptError,
   CheckpointIoError,
   FileCheckpointStorage,
   decodeTaskSnapshot,
-  encodeTaskSnapshot,
 } from '../../../lib/storage/index.ts';
+import { latestWithSkips as latestSkipping, writeTestCheckpoint, type TestCheckpointOptions } from '../../harness/checkpoint-storage-fixtures.ts';
 
 let root: string;
 let storage: FileCheckpointStorage;
@@ -37,34 +35,8 @@ afterEach(async () => {
 const chk = (id: number) => ({ kind: 'checkpoint' as const, checkpointId: id });
 const abs = (storagePath: string) => join(root, 'checkpoints', ...storagePath.split('/'));
 
-/** Writes the state of two tasks and, unless `commit` is false, the metadata that completes checkpoint `id`. */
-async function writeCheckpoint(id: number, options: { commit?: boolean; savepoint?: boolean } = {}): Promise<CheckpointMetadata> {
-  const tasks: TaskStateHandle[] = [];
-  for (const subtask of [0, 1]) {
-    const task = { vertex: 1, subtask };
-    const data = encodeTaskSnapshot({ vertex: 1, subtask, operators: [{ nodeId: 4, watermark: id * 100, operatorState: [{ id, subtask }] }] });
-    const written = await storage.writeTaskState(id, taskStateFileName(task), data);
-    tasks.push({ task, vertexName: 'Window', ...written });
-  }
-  const metadata: CheckpointMetadata = {
-    version: CHECKPOINT_FORMAT_VERSION,
-    checkpointId: id,
-    savepoint: options.savepoint ?? false,
-    triggeredAt: 1000 * id,
-    completedAt: 1000 * id + 5,
-    maxParallelism: 128,
-    parallelism: { 0: 1, 1: 2 },
-    tasks,
-  };
-  if (options.commit !== false) await storage.commitMetadata(metadata);
-  return metadata;
-}
-
-async function latestWithSkips(): Promise<{ id: number | undefined; skipped: [number, string][] }> {
-  const skipped: [number, string][] = [];
-  const latest = await storage.latestComplete((id, reason) => skipped.push([id, reason]));
-  return { id: latest?.checkpointId, skipped };
-}
+const writeCheckpoint = (id: number, options: TestCheckpointOptions = {}) => writeTestCheckpoint(storage, id, options);
+const latestWithSkips = () => latestSkipping(storage);
 
 describe('FileCheckpointStorage', () => {
   it('starts empty when the folder does not exist yet', async () => {
