@@ -5,7 +5,7 @@ import {
   type Key,
   type KeyGroupRange,
 } from '../core/index.ts';
-import type { Namespace } from '../state/index.ts';
+import { checkTimerTimestamp, type Namespace } from '../state/index.ts';
 import { TimerQueue } from './timer-queue.ts';
 import type { InternalTimerService, Timer, TimerKeyGroupSnapshot } from './timer-service.ts';
 
@@ -34,7 +34,7 @@ export class HeapTimerService implements InternalTimerService {
   }
 
   registerEventTimeTimer(key: Key, namespace: Namespace, timestamp: number): void {
-    this.eventTimers.add(key, namespace, checkTimestamp(timestamp));
+    this.eventTimers.add(key, namespace, checkTimerTimestamp(timestamp));
   }
 
   deleteEventTimeTimer(key: Key, namespace: Namespace, timestamp: number): void {
@@ -42,7 +42,7 @@ export class HeapTimerService implements InternalTimerService {
   }
 
   registerProcessingTimeTimer(key: Key, namespace: Namespace, timestamp: number): void {
-    this.processingTimers.add(key, namespace, checkTimestamp(timestamp));
+    this.processingTimers.add(key, namespace, checkTimerTimestamp(timestamp));
   }
 
   deleteProcessingTimeTimer(key: Key, namespace: Namespace, timestamp: number): void {
@@ -112,9 +112,3 @@ export class HeapTimerService implements InternalTimerService {
   }
 }
 
-function checkTimestamp(timestamp: number): number {
-  if (typeof timestamp !== 'number' || Number.isNaN(timestamp)) {
-    throw new ConfigError(`a timer timestamp must be a number (epoch milliseconds), got ${String(timestamp)}`);
-  }
-  return timestamp;
-}

@@ -1,4 +1,4 @@
-import type { Key } from '../core/index.ts';
+import { ConfigError, type Key } from '../core/index.ts';
 import type { Namespace } from './keyed-state.ts';
 
 /** A timer of a keyed operator: fires for `key` and `namespace` once time reaches `timestamp`. */
@@ -35,6 +35,14 @@ export function timerDomainOfState(name: string): TimerDomain | undefined {
   if (name === EVENT_TIMER_STATE) return 'event';
   if (name === PROCESSING_TIMER_STATE) return 'processing';
   return undefined;
+}
+
+/** A timer's timestamp as given by an operator or user function: any number but NaN (ConfigError otherwise). */
+export function checkTimerTimestamp(timestamp: number): number {
+  if (typeof timestamp !== 'number' || Number.isNaN(timestamp)) {
+    throw new ConfigError(`a timer timestamp must be a number (epoch milliseconds), got ${String(timestamp)}`);
+  }
+  return timestamp;
 }
 
 /** The timestamps of a stored timer entry; anything else is a damaged or foreign value. */

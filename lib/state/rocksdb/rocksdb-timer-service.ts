@@ -1,8 +1,8 @@
-import { ConfigError, InternalError, keyGroupRangeContains, type Key, type KeyGroupRange } from '../../core/index.ts';
+import { InternalError, keyGroupRangeContains, type Key, type KeyGroupRange } from '../../core/index.ts';
 import type { InternalTimerService } from '../../operators/timer-service.ts';
 import type { Bytes } from '../files/key-bytes.ts';
 import type { Namespace } from '../keyed-state.ts';
-import { storedTimestamps, type Timer, type TimerDomain, type TimerKeyGroupSnapshot } from '../timer-state.ts';
+import { checkTimerTimestamp, storedTimestamps, type Timer, type TimerDomain, type TimerKeyGroupSnapshot } from '../timer-state.ts';
 import type { StateDb } from './state-db.ts';
 import type { Row } from './row.ts';
 import {
@@ -196,7 +196,7 @@ export class RocksDbTimerService implements InternalTimerService {
   // ---- internals ---------------------------------------------------------------------------------------------
 
   private register(d: DomainState, key: Key, namespace: Namespace, timestamp: number): void {
-    checkTimestamp(timestamp);
+    checkTimerTimestamp(timestamp);
     const row = this.access.rowFor(key);
     const id = this.access.timerStateId(d.domain);
     const list = row.slot(id)?.get(namespace) as number[] | undefined;
@@ -380,9 +380,4 @@ function insertionPoint(list: readonly number[], timestamp: number): number {
   return lo;
 }
 
-function checkTimestamp(timestamp: number): void {
-  if (typeof timestamp !== 'number' || Number.isNaN(timestamp)) {
-    throw new ConfigError(`a timer timestamp must be a number (epoch milliseconds), got ${String(timestamp)}`);
-  }
-}
 
