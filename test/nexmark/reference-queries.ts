@@ -134,3 +134,19 @@ export function referenceBidsPerBidder(events: readonly NexmarkEvent[]): Map<num
   for (const b of bidsOf(events)) counts.set(b.bidder, (counts.get(b.bidder) ?? 0) + 1);
   return counts;
 }
+
+/**
+ * q8: persons grouped by (id, name, TUMBLE(10 s)) joined with auctions grouped by (seller, TUMBLE(10 s)) on
+ * id = seller and the same window: P.id, P.name, the window start.
+ */
+export function referenceQ8(events: readonly NexmarkEvent[]): { id: number; name: string; starttime: number }[] {
+  const windowStart = (time: number): number => time - (time % 10_000);
+  const people = new Map<string, { id: number; name: string; starttime: number }>();
+  const sellers = new Set<string>();
+  for (const p of personsOf(events)) {
+    const row = { id: p.id, name: p.name, starttime: windowStart(p.dateTime) };
+    people.set(JSON.stringify(row), row);
+  }
+  for (const a of auctionsOf(events)) sellers.add(`${a.seller}|${windowStart(a.dateTime)}`);
+  return [...people.values()].filter((p) => sellers.has(`${p.id}|${p.starttime}`));
+}
