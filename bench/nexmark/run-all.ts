@@ -1,10 +1,13 @@
 // `npm run bench:nexmark [-- --quick] [-- --runs 3] [-- --queries q0,q5] [-- --no-docs]`: runs every Nexmark query with
-// `sluice run bench/nexmark/nexmark.ts` at parallelism 1 and 2 (one process per run, the median of --runs runs),
-// prints a table and rewrites the marked result sections of docs/nexmark.md and docs/performance.md.
+// `sluice run bench/nexmark/nexmark.ts` at parallelism 1 and 2 and, for the queries that have one, the hand-written
+// single-threaded baseline (bench/nexmark/baselines/), one process per run, interleaved (p=1, baseline, p=2, then
+// again), the median of --runs runs; prints a table and the ratio of Sluice p=1 to the baseline, and rewrites the
+// marked result sections of docs/nexmark.md and docs/performance.md (not with --quick, --no-docs or --queries).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { BASELINES } from './baselines/index.ts';
 import { QUERIES, QUERY_NAMES } from './queries/index.ts';
 import { FLINK_FIGURES, RISINGWAVE_2023, bestFlinkPerCore, goalPerCore } from './published.ts';
 import { CPU_LINE, MEASUREMENT_LINE } from './timing.ts';
@@ -12,6 +15,7 @@ import { CPU_LINE, MEASUREMENT_LINE } from './timing.ts';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SLUICE = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
 const JOB = 'bench/nexmark/nexmark.ts';
+const BASELINE = 'bench/nexmark/baselines/run.ts';
 
 /** Events per run, sized for a few seconds per run on one core (the runner's default rate, 10 M events/s). */
 const EVENTS: Readonly<Record<string, number>> = {
@@ -49,16 +53,26 @@ interface Run {
 /** 1-minute load averages seen before each run: other processes on the machine skew wall-clock figures. */
 const loads: number[] = [];
 
-function runOnce(query: string, events: number, parallelism: number): Run {
+/** One process; its last stdout line is the measurement, its stderr the events-per-CPU-second line. */
+function measure(what: string, args: readonly string[]): Run {
   loads.push(loadavg()[0] ?? 0);
-  const args = [SLUICE, 'run', JOB, '--query', query, '--events', String(events), '--parallelism', String(parallelism), ...extraFlags];
   const child = spawnSync(process.execPath, args, { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 24 });
   const match = MEASUREMENT_LINE.exec(child.stdout ?? '');
   const cpu = CPU_LINE.exec(child.stderr ?? '');
   if (child.status !== 0 || match === null || cpu === null) {
-    throw new Error(`${query} at parallelism ${parallelism} failed (exit ${child.status}):\n${child.stderr}${child.stdout}`);
+    throw new Error(`${what} failed (exit ${child.status}):\n${child.stderr}${child.stdout}`);
   }
   return { seconds: Number(match[3]), rate: Number(match[4]), perCpuSecond: Number(cpu[4]) };
+}
+
+function runOnce(query: string, events: number, parallelism: number): Run {
+  const args = [SLUICE, 'run', JOB, '--query', query, '--events', String(events), '--parallelism', String(parallelism), ...extraFlags];
+  return measure(`${query} at parallelism ${parallelism}`, args);
+}
+
+/** The hand-written baseline of `query` over the same events, in its own process as the engine's runs. */
+function runBaseline(query: string, events: number): Run {
+  return measure(`the ${query} baseline`, ['--import', 'tsx', BASELINE, '--query', query, '--events', String(events)]);
 }
 
 function median(values: number[]): number {
@@ -78,21 +92,45 @@ interface Row {
   readonly cpu2: number;
 }
 
+interface BaselineRow {
+  readonly query: string;
+  readonly p1: number;
+  readonly baseline: number;
+}
+
 const rows: Row[] = [];
+const baselineRows: BaselineRow[] = [];
+const runsLine = (measured: readonly Run[]): string => measured.map((m) => fmt(m.rate)).join(', ');
 for (const query of queries) {
   const events = Math.round((EVENTS[query] ?? 10_000_000) / (quick ? 10 : 1));
-  const rates: number[] = [];
-  const perCpu: number[] = [];
-  for (const parallelism of [1, 2]) {
-    const measured: Run[] = [];
-    for (let r = 0; r < runs; r++) measured.push(runOnce(query, events, parallelism));
-    rates.push(median(measured.map((m) => m.rate)));
-    perCpu.push(median(measured.map((m) => m.perCpuSecond)));
+  const hasBaseline = BASELINES[query] !== undefined;
+  const p1: Run[] = [];
+  const p2: Run[] = [];
+  const hand: Run[] = [];
+  // Interleaved, so that a change in the machine's load during the runs touches all three alike.
+  for (let r = 0; r < runs; r++) {
+    p1.push(runOnce(query, events, 1));
+    if (hasBaseline) hand.push(runBaseline(query, events));
+    p2.push(runOnce(query, events, 2));
+  }
+  const row: Row = {
+    query,
+    events,
+    p1: median(p1.map((m) => m.rate)),
+    p2: median(p2.map((m) => m.rate)),
+    cpu1: median(p1.map((m) => m.perCpuSecond)),
+    cpu2: median(p2.map((m) => m.perCpuSecond)),
+  };
+  rows.push(row);
+  console.log(`${query} p=1: ${fmt(row.p1)} events/s, ${fmt(row.cpu1)} events per CPU-second (runs: ${runsLine(p1)})`);
+  console.log(`${query} p=2: ${fmt(row.p2)} events/s, ${fmt(row.cpu2)} events per CPU-second (runs: ${runsLine(p2)})`);
+  if (hasBaseline) {
+    const baseline = median(hand.map((m) => m.rate));
+    baselineRows.push({ query, p1: row.p1, baseline });
     console.log(
-      `${query} p=${parallelism}: ${fmt(rates.at(-1)!)} events/s, ${fmt(perCpu.at(-1)!)} events per CPU-second (runs: ${measured.map((m) => fmt(m.rate)).join(', ')})`,
+      `${query} Sluice p=1 ${fmt(row.p1)} events/s, hand-written ${fmt(baseline)} events/s, ratio ${(row.p1 / baseline).toFixed(2)} (hand-written runs: ${runsLine(hand)})`,
     );
   }
-  rows.push({ query, events, p1: rates[0]!, p2: rates[1]!, cpu1: perCpu[0]!, cpu2: perCpu[1]! });
 }
 
 const cpu = cpus();
@@ -115,6 +153,14 @@ function table(): string {
   return lines.join('\n');
 }
 
+function baselineTable(): string {
+  const lines = ['| query | Sluice p=1 events/s | hand-written events/s | ratio (Sluice / hand-written) |', '|---|---|---|---|'];
+  for (const r of baselineRows) {
+    lines.push(`| ${r.query} ${QUERIES[r.query]?.title ?? ''} | ${fmt(r.p1)} | ${fmt(r.baseline)} | ${(r.p1 / r.baseline).toFixed(2)} |`);
+  }
+  return lines.join('\n');
+}
+
 const section = [
   `Measured ${date} on ${machine}, with \`npm run bench:nexmark\` (median of ${runs} run${runs === 1 ? '' : 's'}; in-memory state; no checkpoints; the`,
   'generator at its default rate of 10 M events/s of event time). events/s = generated events / time from the first generated event to',
@@ -125,6 +171,12 @@ const section = [
   `1-minute load average before the runs: ${Math.min(...loads).toFixed(1)} to ${Math.max(...loads).toFixed(1)} (a run itself adds about its parallelism).`,
   '',
   table(),
+  '',
+  'The limit per query: a hand-written single-threaded program (`bench/nexmark/baselines/`: plain Maps and arrays, no',
+  'engine, the same generator read through the same source reader in the same batches, the same watermarks), timed the',
+  'same way in its own process, its runs interleaved with the p=1 and p=2 runs above.',
+  '',
+  baselineTable(),
   '',
   'Published figures (events/s per core as their authors computed them, on other hardware):',
   ...[...FLINK_FIGURES, RISINGWAVE_2023].map((f) => `- ${f.system}: ${f.hardware} (${f.source}).`),
