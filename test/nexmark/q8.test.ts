@@ -1,30 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { NexmarkOptions } from '../../bench/nexmark/config.ts';
-import { isAuction, isPerson, type NexmarkEvent } from '../../bench/nexmark/model.ts';
+import type { NexmarkEvent } from '../../bench/nexmark/model.ts';
 import { q8, Q8_WINDOW_MS, type NewSeller } from '../../bench/nexmark/queries/q8.ts';
+import { referenceQ8 } from './reference-queries.ts';
 import { allEvents, runQueryTimestamped } from './run-query.ts';
 
-const windowStart = (time: number): number => time - (time % Q8_WINDOW_MS);
-
-/**
- * q8 as the reference's SQL, computed in batch: persons grouped by (id, name, window), auctions grouped by
- * (seller, window), joined on id = seller and the same window. Rows carry the window's last millisecond.
- */
+/** The batch reference's rows (reference-queries.ts), each with the window's last millisecond as its timestamp. */
 function expected(events: readonly NexmarkEvent[]): string[] {
-  const people = new Set<string>();
-  const sellers = new Set<string>();
-  for (const e of events) {
-    if (isPerson(e)) people.add(JSON.stringify([e.id, e.name, windowStart(e.dateTime)]));
-    else if (isAuction(e)) sellers.add(`${e.seller}|${windowStart(e.dateTime)}`);
-  }
-  const rows: string[] = [];
-  for (const group of people) {
-    const [id, name, starttime] = JSON.parse(group) as [number, string, number];
-    if (!sellers.has(`${id}|${starttime}`)) continue;
-    const row: NewSeller = { id, name, starttime };
-    rows.push(`${JSON.stringify(row)}@${starttime + Q8_WINDOW_MS - 1}`);
-  }
-  return rows.sort();
+  return referenceQ8(events)
+    .map((row: NewSeller) => `${JSON.stringify(row)}@${row.starttime + Q8_WINDOW_MS - 1}`)
+    .sort();
 }
 
 const run = (options: NexmarkOptions, parallelism: number) => runQueryTimestamped(q8, options, parallelism);
