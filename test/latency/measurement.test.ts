@@ -1,9 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { BUCKETS, LatencyHistogram, highestValueOf } from '../../bench/latency/histogram.ts';
+import { BUCKETS, LatencyHistogram, highestValueOf, type HistogramData } from '../../bench/latency/histogram.ts';
 import { FixedRateSchedule } from '../../bench/latency/schedule.ts';
 import { fixedRateSource } from '../../bench/latency/fixed-rate-source.ts';
-import type { LatencyRecord } from '../../bench/latency/record.ts';
-import type { PollResult } from '../../lib/index.ts';
+import type { LatencyRecord, WindowCount } from '../../bench/latency/record.ts';
+import { listen, report, type LatencyMessage } from '../../bench/latency/reports.ts';
+import { windowLatencySink } from '../../bench/latency/sinks.ts';
+import { WindowClosingGenerator } from '../../bench/latency/window-closing.ts';
+import type { PollResult, RecordBatch } from '../../lib/index.ts';
 import { systemClock } from '../../lib/core/index.ts';
 
 describe('LatencyHistogram', () => {
@@ -121,5 +124,74 @@ describe('fixedRateSource', () => {
     next.batch.values.forEach((record, i) => expect(record.stamp).toBeCloseTo(start + 2 * (first.batch.values.length + i), 6));
     // Keys: subtask 1 of 2 takes the odd positions.
     expect(first.batch.values[0]!.key).toBe(1);
+  });
+});
+
+describe('WindowClosingGenerator', () => {
+  it('reports each window end once, when the watermark first passes it, and which windows are all measured', async () => {
+    const messages: LatencyMessage[] = [];
+    const channel = listen((m) => messages.push(m));
+    try {
+      const generator = new WindowClosingGenerator(1000);
+      const record = (measured: boolean): LatencyRecord => ({ key: 0, stamp: 0, measured });
+      generator.onEvent(record(false), 1500);
+      expect(generator.currentWatermark()).toBe(1499);
+      generator.onEvent(record(false), 1999);
+      generator.currentWatermark();
+      generator.onEvent(record(true), 2000); // closes [1000, 2000)
+      expect(generator.currentWatermark()).toBe(1999);
+      generator.currentWatermark(); // nothing new
+      generator.onEvent(record(true), 4500); // closes [2000, 3000) and [3000, 4000)
+      generator.currentWatermark();
+      // BroadcastChannel messages arrive on a later turn of the event loop.
+      for (let i = 0; i < 50 && messages.length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      const closed = messages.flatMap((m) => (m.kind === 'closed' ? [[m.end, m.measured]] : []));
+      // [2000, 3000) starts at the first measured millisecond, which may hold records from before the warm-up's end.
+      expect(closed).toEqual([
+        [2000, false],
+        [3000, false],
+        [4000, true],
+      ]);
+    } finally {
+      channel.close();
+    }
+  });
+});
+
+describe('windowLatencySink', () => {
+  it('counts the results of measured windows once every source subtask reported them closed, whichever comes first', async () => {
+    const histograms: HistogramData[] = [];
+    const channel = listen((m) => {
+      if (m.kind === 'histogram') histograms.push(m.data);
+    });
+    const settle = async (until: () => boolean) => {
+      for (let i = 0; i < 50 && !until(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    };
+    try {
+      const writer = await windowLatencySink(2).createWriter({ subtask: 0, parallelism: 1, operatorName: 'sink' });
+      const results = (end: number, n: number): RecordBatch<WindowCount> => ({
+        values: Array.from({ length: n }, (_, key) => ({ key, count: 1, end })),
+        timestamps: Array.from({ length: n }, () => end - 1),
+      });
+      // Window 1000: results first, then both reports. Window 2000: reports first. Window 3000: one report only.
+      // Window 4000: not measured.
+      await writer.write(results(1000, 3));
+      report({ kind: 'closed', end: 1000, at: 1, measured: true });
+      report({ kind: 'closed', end: 1000, at: 2, measured: true });
+      report({ kind: 'closed', end: 2000, at: 3, measured: true });
+      report({ kind: 'closed', end: 2000, at: 4, measured: true });
+      report({ kind: 'closed', end: 3000, at: 5, measured: true });
+      report({ kind: 'closed', end: 4000, at: 6, measured: false });
+      report({ kind: 'closed', end: 4000, at: 7, measured: true });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await writer.write(results(2000, 5));
+      await writer.write(results(3000, 7));
+      await writer.write(results(4000, 11));
+      await writer.finish?.();
+      await settle(() => histograms.length > 0);
+      expect(histograms.map((h) => h.total)).toEqual([3 + 5]);
+    } finally {
+      channel.close();
+    }
   });
 });
