@@ -68,21 +68,37 @@ function runJob(pipeline: string, setting: Setting, rate: number, measuredSecond
 }
 
 const loads: number[] = [];
+let failures = 0;
+/** A failed run is reported and skipped, so that one bad setting does not cost the rest of a long run. */
+function attempt(what: string, fn: () => void): void {
+  try {
+    fn();
+  } catch (err) {
+    failures++;
+    console.log(`${what}: failed: ${(err as Error).message.split('\n').slice(0, 6).join(' | ')}`);
+  }
+}
+
 for (const pipeline of pipelines) {
   for (const setting of SETTINGS) {
     const label = `checkpoints=${setting.checkpoints} backend=${setting.backend}`;
-    loads.push(loadavg()[0] ?? 0);
-    const flatOut = THROUGHPUT_LINE.exec(runJob(pipeline, setting, 0, throughputSeconds));
-    if (flatOut === null) throw new Error(`${pipeline} ${label}: no throughput line`);
-    const max = Number(flatOut[1]);
-    console.log(`throughput ${pipeline} ${label}: ${max} events/s (the 100 % of the loads below)`);
-    for (const load of LOADS) {
+    attempt(`throughput ${pipeline} ${label}`, () => {
       loads.push(loadavg()[0] ?? 0);
-      const stdout = runJob(pipeline, setting, Math.max(1, Math.round((max * load) / 100)), seconds);
-      const m = RESULT_LINE.exec(stdout);
-      if (m === null) throw new Error(`${pipeline} load=${load}% ${label}: no result line in\n${stdout}`);
-      console.log(`latency ${pipeline} load=${load}% ${label}: p50=${m[2]} p99=${m[3]} p999=${m[4]} max=${m[5]}`);
-    }
+      const flatOut = THROUGHPUT_LINE.exec(runJob(pipeline, setting, 0, throughputSeconds));
+      if (flatOut === null) throw new Error('no throughput line');
+      const max = Number(flatOut[1]);
+      console.log(`throughput ${pipeline} ${label}: ${max} events/s (the 100 % of the loads below)`);
+      for (const load of LOADS) {
+        attempt(`latency ${pipeline} load=${load}% ${label}`, () => {
+          loads.push(loadavg()[0] ?? 0);
+          const stdout = runJob(pipeline, setting, Math.max(1, Math.round((max * load) / 100)), seconds);
+          const m = RESULT_LINE.exec(stdout);
+          if (m === null) throw new Error(`no result line in ${stdout}`);
+          console.log(`latency ${pipeline} load=${load}% ${label}: p50=${m[2]} p99=${m[3]} p999=${m[4]} max=${m[5]}`);
+        });
+      }
+    });
   }
 }
 console.log(`(1-minute load average before the runs: ${Math.min(...loads).toFixed(1)} to ${Math.max(...loads).toFixed(1)}; ${seconds} s per point after ${warmupSeconds} s of warm-up)`);
+if (failures > 0) process.exitCode = 1;
