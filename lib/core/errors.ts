@@ -68,3 +68,24 @@ export class InternalError extends SluiceError {
     super('INTERNAL', message, { cause });
   }
 }
+
+/**
+ * A record's event timestamp is invalid (see MIN_TIMESTAMP in time.ts) and there is no dead-letter output to send
+ * the record to. Names the operator that assigned the timestamp, the record's origin and the value.
+ */
+export class InvalidTimestampError extends SluiceError {
+  readonly operator: string;
+  readonly subtask: number;
+  readonly origin: RecordOrigin | undefined;
+  readonly timestamp: unknown;
+
+  constructor(operator: string, subtask: number, origin: RecordOrigin | undefined, timestamp: unknown, reason: string, remedy: string) {
+    super('INVALID_TIMESTAMP', `operator "${operator}" (subtask ${subtask}): record from ${describeOrigin(origin)}: ${reason}; ${remedy}`, {
+      retriable: false,
+    });
+    this.operator = operator;
+    this.subtask = subtask;
+    this.origin = origin;
+    this.timestamp = timestamp;
+  }
+}
