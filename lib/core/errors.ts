@@ -89,3 +89,22 @@ export class InvalidTimestampError extends SluiceError {
     this.timestamp = timestamp;
   }
 }
+
+/**
+ * A sink was given a number it cannot write (NaN or ±Infinity: JSON has no such numbers, and JSON.stringify
+ * would write null). Names the sink operator and the field path, e.g. `$.totals[2].cents`.
+ */
+export class NonFiniteNumberError extends SluiceError {
+  readonly operator: string;
+  readonly path: string;
+  readonly value: number;
+
+  constructor(operator: string, path: string, value: number, hint: string) {
+    super('NON_FINITE_NUMBER', `sink "${operator}": field ${path} is ${String(value)}, which it cannot write as a number; ${hint}`, {
+      retriable: false,
+    });
+    this.operator = operator;
+    this.path = path;
+    this.value = value;
+  }
+}
