@@ -11,15 +11,18 @@
  * In-progress files are hidden ('.'-prefixed) until complete; DIR holds nothing else.
  * Late events (their window had already fired: more than --max-delay-ms behind the watermark) are written as
  * the original records to --late-output; without it they are counted and the count is printed on stderr.
- * Malformed lines (bad JSON, or fields missing or of the wrong type) go to --dead-letter as
- * {"file","line","offset","error","raw"}; without it they are skipped, and each input split prints their count on
- * stderr. Neither file defaults to a path inside DIR, so DIR can be read as the input of another job.
+ * Malformed lines (bad JSON; fields missing or of the wrong type; an amountCents that is not a whole number within
+ * ±(2^53 - 1), which JSON.parse would round; a ts that is not whole epoch milliseconds within ±8.64e15) go to
+ * --dead-letter as {"file","line","offset","error","raw"}; without it they are skipped, and each input split prints
+ * their count on stderr. A window total leaving ±(2^53 - 1) cents fails the job, naming the account, rather than
+ * be rounded. Neither file defaults to a path inside DIR, so DIR can be read as the input of another job.
  */
 import {
   OutputTag,
   TumblingEventTimeWindows,
   WatermarkStrategy,
   defineJob,
+  invalidTimestampReason,
   jsonlFileSink,
   jsonlFileSource,
   type AggregateFunction,
@@ -47,24 +50,45 @@ export interface Totals {
   readonly totalCents: number;
 }
 
-/** Checks one parsed input line; a throw sends the line to the dead letters. Keeps the record as it was read. */
+/**
+ * Checks one parsed input line; a throw sends the line to the dead letters. Keeps the record as it was read.
+ * Numbers must be exact: JSON.parse rounds integers beyond 2^53 - 1 without a word, so an amount that is not a
+ * safe integer was already changed by parsing and is rejected rather than summed.
+ */
 export function parseTransaction(value: unknown): Transaction {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new Error('expected an object {"account", "amountCents", "ts"}');
   }
   const { account, amountCents, ts } = value as Record<string, unknown>;
   if (typeof account !== 'string' || account.length === 0) throw new Error('"account" must be a non-empty string');
-  if (typeof amountCents !== 'number' || !Number.isFinite(amountCents)) throw new Error('"amountCents" must be a finite number');
-  if (typeof ts !== 'number' || !Number.isFinite(ts)) throw new Error('"ts" must be a finite number (epoch milliseconds)');
+  if (typeof amountCents !== 'number' || !Number.isSafeInteger(amountCents)) {
+    throw new Error(
+      `"amountCents" must be a whole number of cents from -(2^53 - 1) to 2^53 - 1, got ${JSON.stringify(amountCents) ?? String(amountCents)}` +
+        (typeof amountCents === 'number' && Number.isInteger(amountCents) ? ' (as parsed: larger integers lose precision)' : ''),
+    );
+  }
+  const badTs = invalidTimestampReason(ts);
+  if (badTs !== undefined) throw new Error(`"ts": ${badTs}`);
   return value as Transaction;
 }
 
-/** Accumulators are state: never mutated, a new one per record. */
+/** A total that left the safe-integer range would be rounded; the job fails instead, naming account and window. */
+function checkedTotal(totalCents: number, account: string): number {
+  if (!Number.isSafeInteger(totalCents)) {
+    throw new Error(
+      `the total of account "${account}" in this window left the safe-integer range (|total| > 2^53 - 1 cents, ` +
+        `got ${totalCents}): it cannot be summed exactly`,
+    );
+  }
+  return totalCents;
+}
+
+/** Accumulators are state: never mutated, a new one per record. A sum that overflows fails the job (checkedTotal). */
 export const countAndSum: AggregateFunction<Transaction, Totals, Totals> = {
   createAccumulator: () => ({ count: 0, totalCents: 0 }),
-  add: (t, acc) => ({ count: acc.count + 1, totalCents: acc.totalCents + t.amountCents }),
+  add: (t, acc) => ({ count: acc.count + 1, totalCents: checkedTotal(acc.totalCents + t.amountCents, t.account) }),
   getResult: (acc) => acc,
-  merge: (a, b) => ({ count: a.count + b.count, totalCents: a.totalCents + b.totalCents }),
+  merge: (a, b) => ({ count: a.count + b.count, totalCents: checkedTotal(a.totalCents + b.totalCents, '(merged)') }),
 };
 
 /** One account's totals for one window, as an output row. */

@@ -8,6 +8,8 @@
  *
  * Input: the same JSON transactions as examples/fraud-detection.ts, {"account":"a-17","amountCents":1250,"ts":…}
  * (ts = event time, epoch ms), one per Kinesis record, partition key = account.
+ * Records are checked as in examples/fraud-detection.ts (parseTransaction: amountCents a safe integer, ts whole
+ * epoch ms within ±8.64e15); rejected ones go to the dead-letter stream or S3 prefix with the reason.
  * Output: one item per account and window, {account (S, partition key), windowStart (N, sort key), windowEnd (N),
  * count (N), totalCents (N)}, written with TransactWriteItems after each completed checkpoint; a commit replayed
  * after a recovery changes nothing (commit markers).

@@ -11,6 +11,12 @@ export {
   keyGroupOf,
   systemClock,
   ManualClock,
+  InvalidTimestampError,
+  NonFiniteNumberError,
+  MIN_TIMESTAMP,
+  MAX_TIMESTAMP,
+  isValidTimestamp,
+  invalidTimestampReason,
 } from './core/index.ts';
 export type { Key, RecordBatch, RecordOrigin, Clock } from './core/index.ts';
 

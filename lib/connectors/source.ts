@@ -53,6 +53,13 @@ export interface SourceReader<T, S extends SourceSplit = SourceSplit> {
    * barrier with the checkpoint's id (and without one outside checkpoints).
    */
   currentSplits(checkpointId?: number): S[];
+  /**
+   * Sends a record of the batch the last `poll` returned to the source's dead-letter output, with why it was
+   * rejected (an invalid event timestamp). The task calls it before the next poll and before the next checkpoint
+   * barrier, and leaves the record out of the stream. Returns false when the source has no dead-letter output (or
+   * cannot find the record): the job then fails with an error naming the record. @default absent: false
+   */
+  rejectRecord?(split: string, offset: number, reason: string): boolean | Promise<boolean>;
   /** Checkpoint `checkpointId`, whose positions came from `currentSplits(checkpointId)`, is complete. */
   notifyCheckpointComplete?(checkpointId: number): void | Promise<void>;
   close(): Promise<void> | void;

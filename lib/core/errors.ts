@@ -68,3 +68,43 @@ export class InternalError extends SluiceError {
     super('INTERNAL', message, { cause });
   }
 }
+
+/**
+ * A record's event timestamp is invalid (see MIN_TIMESTAMP in time.ts) and there is no dead-letter output to send
+ * the record to. Names the operator that assigned the timestamp, the record's origin and the value.
+ */
+export class InvalidTimestampError extends SluiceError {
+  readonly operator: string;
+  readonly subtask: number;
+  readonly origin: RecordOrigin | undefined;
+  readonly timestamp: unknown;
+
+  constructor(operator: string, subtask: number, origin: RecordOrigin | undefined, timestamp: unknown, reason: string, remedy: string) {
+    super('INVALID_TIMESTAMP', `operator "${operator}" (subtask ${subtask}): record from ${describeOrigin(origin)}: ${reason}; ${remedy}`, {
+      retriable: false,
+    });
+    this.operator = operator;
+    this.subtask = subtask;
+    this.origin = origin;
+    this.timestamp = timestamp;
+  }
+}
+
+/**
+ * A sink was given a number it cannot write (NaN or ±Infinity: JSON has no such numbers, and JSON.stringify
+ * would write null). Names the sink operator and the field path, e.g. `$.totals[2].cents`.
+ */
+export class NonFiniteNumberError extends SluiceError {
+  readonly operator: string;
+  readonly path: string;
+  readonly value: number;
+
+  constructor(operator: string, path: string, value: number, hint: string) {
+    super('NON_FINITE_NUMBER', `sink "${operator}": field ${path} is ${String(value)}, which it cannot write as a number; ${hint}`, {
+      retriable: false,
+    });
+    this.operator = operator;
+    this.path = path;
+    this.value = value;
+  }
+}

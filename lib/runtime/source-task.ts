@@ -1,4 +1,14 @@
-import { END_OF_DATA, MAX_WATERMARK, type BarrierElement, type Clock } from '../core/index.ts';
+import {
+  END_OF_DATA,
+  InvalidTimestampError,
+  MAX_WATERMARK,
+  originAt,
+  type BarrierElement,
+  type Clock,
+  type RecordBatch,
+} from '../core/index.ts';
+import { assignTimestamps, type InvalidTimestamp } from '../operators/basic/assign-timestamps.ts';
+import type { WatermarkGenerator } from '../api/watermark-strategy.ts';
 import type { SourceNode } from '../graph/logical-graph.ts';
 import type { SourceReader, SourceSplit } from '../connectors/source.ts';
 import type { InputGate } from './input-gate.ts';
@@ -31,6 +41,9 @@ export interface SourceTaskSetup {
   readonly onReaderComplete: (notify: (checkpointId: number) => Promise<void>) => void;
 }
 
+/** Checks the timestamps records carry when the source has no WatermarkStrategy (nothing to generate). */
+const NO_GENERATOR: WatermarkGenerator<unknown> = { onEvent() {}, currentWatermark: () => Number.NEGATIVE_INFINITY };
+
 /** How often a finished source looks for the final checkpoint's trigger and completion. */
 const FINAL_CHECKPOINT_POLL_MS = 20;
 
@@ -52,6 +65,30 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
   }
   let reader: SourceReader<unknown> | undefined;
   let idle = false;
+  const invalid: InvalidTimestamp[] = [];
+  const collectInvalid = (bad: InvalidTimestamp): void => {
+    invalid.push(bad);
+  };
+
+  /** Records with an invalid timestamp go to the source's dead letters; without any, the job fails naming one. */
+  const deadLetterInvalid = async (batch: RecordBatch<unknown>): Promise<void> => {
+    for (const bad of invalid) {
+      const origin = originAt(batch, bad.index);
+      const sent = origin !== undefined && (await reader!.rejectRecord?.(origin.split, origin.offset, bad.reason)) === true;
+      if (!sent) {
+        throw new InvalidTimestampError(
+          node.name,
+          setup.subtask,
+          origin,
+          bad.timestamp,
+          bad.reason,
+          `source "${node.source.name}" has no dead-letter output for it: give the source one (the examples' ` +
+            '--dead-letter FILE), or fix or filter the record in its parse function',
+        );
+      }
+    }
+    invalid.length = 0;
+  };
 
   const takeCheckpoint = async (barrier: BarrierElement): Promise<void> => {
     const started = performance.now();
@@ -102,15 +139,18 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
       }
       const now = clock.now();
       let batch = result.batch;
-      metrics.recordsOut += batch.values.length;
       if (watermarks !== undefined) {
-        batch = watermarks.onBatch(batch, now) as typeof batch;
+        batch = watermarks.onBatch(batch, now, collectInvalid) as typeof batch;
         for (const id of result.finishedSplits ?? []) watermarks.markFinished(id);
         if (idle) {
           idle = false;
           chain.markIdle(false);
         }
+      } else {
+        batch = assignTimestamps(batch, undefined, NO_GENERATOR, node.name, setup.subtask, collectInvalid) as typeof batch;
       }
+      if (invalid.length > 0) await deadLetterInvalid(result.batch);
+      metrics.recordsOut += batch.values.length;
       if (batch.values.length > 0) chain.pushBatch(batch, 0);
       if (watermarks !== undefined) {
         const wm = watermarks.advance();

@@ -1,5 +1,5 @@
 import type { RecordBatch } from '../core/index.ts';
-import { assignTimestamps } from '../operators/basic/assign-timestamps.ts';
+import { assignTimestamps, type InvalidTimestamp } from '../operators/basic/assign-timestamps.ts';
 import type { WatermarkGenerator, WatermarkStrategy } from '../api/watermark-strategy.ts';
 
 export interface SplitWatermarksSnapshot {
@@ -40,12 +40,19 @@ export class SplitWatermarks {
     return s;
   }
 
-  /** Assigns timestamps (when the strategy has an assigner) and feeds the split's generator. */
-  onBatch(batch: RecordBatch<unknown> & { split: string }, now: number): RecordBatch<unknown> {
+  /**
+   * Assigns timestamps (when the strategy has an assigner) and feeds the split's generator. Records with an
+   * invalid timestamp are left out of the result and passed to `onInvalid`.
+   */
+  onBatch(
+    batch: RecordBatch<unknown> & { split: string },
+    now: number,
+    onInvalid: (invalid: InvalidTimestamp) => void,
+  ): RecordBatch<unknown> {
     const s = this.state(batch.split, now);
     s.lastRecordAt = now;
     s.idle = false;
-    return assignTimestamps(batch, this.strategy.timestampAssigner, s.generator, this.operatorName, this.subtask);
+    return assignTimestamps(batch, this.strategy.timestampAssigner, s.generator, this.operatorName, this.subtask, onInvalid);
   }
 
   /** Plain data: per split, the generator's state and whether it finished; and the last emitted watermark. */

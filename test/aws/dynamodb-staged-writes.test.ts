@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { addDecimalStrings, canonicalDecimal } from '../../lib/connectors/aws/dynamodb/decimal.ts';
 import { StagedWrites } from '../../lib/connectors/aws/dynamodb/staged-writes.ts';
+import { NonFiniteNumberError } from '../../lib/core/index.ts';
 import { toChunks, toTransactItem } from '../../lib/connectors/aws/dynamodb/transact-items.ts';
 import { compileDynamoDbSinkOptions } from '../../lib/connectors/aws/dynamodb/dynamodb-sink-options.ts';
 import { markerPut, requestToken } from '../../lib/connectors/aws/dynamodb/committable.ts';
@@ -121,6 +122,26 @@ describe('StagedWrites folding', () => {
     expect(String(error(() => s.add({ type: 'delete', key: { pk: 'a', sk: 1, other: 2 } })))).toMatch(/not key attributes/);
     expect(String(error(() => s.add({ type: 'put', item: { pk: 'a', sk: 1, d: new Date() } })))).toMatch(/cannot be converted/);
     expect(String(error(() => s.add({ type: 'nope' } as never)))).toMatch(/unknown write type/);
+    expect(s.size).toBe(0);
+  });
+
+  it('refuses NaN and Infinity with an error naming the sink and the field, not a bare marshaller message', () => {
+    const s = new StagedWrites({ partitionKey: 'pk' }, true, 'totals table');
+    const thrown = (fn: () => void): unknown => {
+      try {
+        fn();
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    };
+    const inPut = thrown(() => s.add({ type: 'put', item: { pk: 'a', totals: { cents: [1, Number.POSITIVE_INFINITY] } } }));
+    expect(inPut).toBeInstanceOf(NonFiniteNumberError);
+    expect((inPut as Error).message).toBe(
+      'sink "totals table": field put.item.totals.cents[1] is Infinity, which it cannot write as a number; DynamoDB numbers must be finite: check the computation that produced it',
+    );
+    const inAdd = thrown(() => s.add({ type: 'update', key: { pk: 'a' }, add: { n: Number.NaN } }));
+    expect((inAdd as NonFiniteNumberError).path).toBe('add.n');
     expect(s.size).toBe(0);
   });
 });

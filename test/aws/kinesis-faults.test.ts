@@ -4,7 +4,8 @@ import {
   ProvisionedThroughputExceededException,
 } from '@aws-sdk/client-kinesis';
 import { describe, expect, it } from 'vitest';
-import { StreamEnvironment, collectSink, runInThisThread, systemClock } from '../../lib/index.ts';
+import { StreamEnvironment, WatermarkStrategy, collectSink, runInThisThread, systemClock } from '../../lib/index.ts';
+import { InvalidTimestampError } from '../../lib/core/index.ts';
 import type { DeadLetter } from '../../lib/connectors/aws/dead-letter.ts';
 import {
   KinesisSourceError,
@@ -202,5 +203,41 @@ describe('kinesis source dead letters', () => {
     );
     expect(logs).toHaveLength(1);
     expect(logs[0]).toMatch(/shardId-000000000000.*n=4 of k\d is not allowed/);
+  });
+
+  it('sends records whose assigned event timestamp is invalid to the dead-letter stream; without one the job fails', async () => {
+    const stream = await newStream('bad-ts', 1);
+    const dlq = await newStream('dlq-ts', 1);
+    type Stamped = Event & { ts?: unknown };
+    const good = events(30, 2).map((r, i) => ({ ...r, data: { ...r.data, ts: 1_000 + i } as Stamped }));
+    const bad = [
+      { key: 'k0', data: { k: 'k0', n: -1, ts: 1e300 } as Stamped },
+      { key: 'k1', data: { k: 'k1', n: -2, ts: '1000' } as Stamped },
+    ];
+    const mixed = [...good.slice(0, 10), bad[0]!, ...good.slice(10, 20), bad[1]!, ...good.slice(20)];
+    const placed = await putRecords(kinesis.client, stream, mixed);
+    const badAt = bad.map((b) => placed[mixed.indexOf(b)]!);
+    const run = async (deadLetters: KinesisSourceOptions<Stamped>['deadLetters']): Promise<Stamped[]> => {
+      const env = new StreamEnvironment({ parallelism: 1 });
+      const sink = collectSink<Stamped>();
+      const strategy = WatermarkStrategy.forMonotonousTimestamps<Stamped>().withTimestampAssigner((e) => e.ts as number);
+      env
+        .fromSource(kinesisSource<Stamped>({ stream, clientConfig: kinesis.emu.clientConfig, startPosition: 'TRIM_HORIZON', deadLetters, stopWhenIdleMs: 400 }), strategy)
+        .sinkTo(sink);
+      await runInThisThread(env, { log: () => {} });
+      return sink.values;
+    };
+
+    const got = await run(() => kinesisDeadLetterWriter({ stream: dlq, clientConfig: kinesis.emu.clientConfig }));
+    expect(got.map((e) => `${e.k}#${e.n}`).sort()).toEqual(good.map((r) => `${r.data.k}#${r.data.n}`).sort());
+    const letters = (await readStream(kinesis.client, dlq)).map((r) => JSON.parse(Buffer.from(r.record.Data!).toString('utf8')) as DeadLetter);
+    expect(letters.map((l) => l.sequenceNumber)).toEqual(badAt.map((b) => b.sequenceNumber));
+    expect(letters.map((l) => JSON.parse(Buffer.from(l.data, 'base64').toString('utf8')) as unknown)).toEqual(bad.map((b) => b.data));
+    expect(letters[0]!.reason).toMatch(/event timestamp 1e\+300 is outside the range of dates/);
+    expect(letters[1]!.reason).toMatch(/event timestamp "1000" is a string/);
+
+    const failure = (await run(undefined).catch((err: unknown) => err)) as Error;
+    expect(failure.cause).toBeInstanceOf(InvalidTimestampError);
+    expect((failure.cause as Error).message).toMatch(/record from split shardId-000000000000 offset 10: event timestamp 1e\+300/);
   });
 });

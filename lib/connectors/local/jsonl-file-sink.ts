@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { ConfigError } from '../../core/index.ts';
+import { finiteJson } from '../finite-json.ts';
 import type { Committer, SinkContext, TwoPhaseCommitSink } from '../sink.ts';
 import { JsonlFileCommitter } from './jsonl-file-committer.ts';
 import { JsonlFileWriter } from './jsonl-file-writer.ts';
@@ -14,7 +15,10 @@ export interface JsonlFileSinkOptions<T> {
   readonly rollSizeBytes?: number;
   /** Bytes (approximately: characters) buffered before a write to the file. @default 64 KiB */
   readonly bufferSizeBytes?: number;
-  /** Turns a record into its line (without the newline). @default JSON.stringify */
+  /**
+   * Turns a record into its line (without the newline). @default JSON.stringify, except that a NaN or ±Infinity
+   * anywhere in the record fails the job (NonFiniteNumberError naming the field) instead of being written as null
+   */
   readonly format?: (value: T) => string;
   /** File name prefix: files are `<prefix>-<subtask>-<n>.jsonl`. @default 'part' */
   readonly prefix?: string;
@@ -63,7 +67,6 @@ export function jsonlFileSink<T>(options: JsonlFileSinkOptions<T>): JsonlFileSin
     prefix,
     rollSize: positiveInteger('rollSizeBytes', options.rollSizeBytes, DEFAULT_ROLL_SIZE),
     bufferSize: positiveInteger('bufferSizeBytes', options.bufferSizeBytes, DEFAULT_BUFFER_SIZE),
-    format: options.format ?? ((value: T) => JSON.stringify(value)),
   };
   return {
     name: options.name ?? `jsonl:${dir}`,
@@ -74,7 +77,9 @@ export function jsonlFileSink<T>(options: JsonlFileSinkOptions<T>): JsonlFileSin
       } catch (err) {
         throw new ConfigError(`JSONL file sink: cannot create output directory "${dir}"`, { cause: err });
       }
-      return new JsonlFileWriter(config, ctx.subtask, writerAttempt(ctx.attempt), ctx.checkpointing !== false);
+      const operator = ctx.operatorName;
+      const format = options.format ?? ((value: T) => finiteJson(value, operator));
+      return new JsonlFileWriter({ ...config, format }, ctx.subtask, writerAttempt(ctx.attempt), ctx.checkpointing !== false);
     },
     createCommitter(ctx: SinkContext): Committer<PartFileCommittable> {
       return new JsonlFileCommitter(dir, prefix, ctx.attempt === undefined ? undefined : checkedAttempt(ctx.attempt));

@@ -17,7 +17,8 @@ export interface JsonlFileSourceOptions<T> {
   /** A JSONL file, or a directory whose `*.jsonl` files (hidden names excepted) are all read, sorted by name. */
   readonly path: string;
   /**
-   * File that receives malformed lines (invalid JSON, or `parse` threw) as JSON lines
+   * File that receives malformed lines (invalid JSON, `parse` threw, or the WatermarkStrategy given with the source
+   * assigned an invalid event timestamp) as JSON lines
    * `{"file", "line", "offset", "error", "raw"}`; the job goes on. Several subtasks may share it.
    * @default undefined: malformed lines are counted and logged to stderr once per split, with the count.
    */
@@ -127,6 +128,8 @@ class JsonlReader<T> implements JsonlFileReader<T> {
   private readonly deadLetters: DeadLetterFile | undefined;
   /** Follow mode rotates among files so that one busy file does not starve the others. */
   private cursor = 0;
+  /** The split reader of the last batch: it can find that batch's lines again (rejectRecord). */
+  private lastBatchReader: JsonlSplitReader<T> | undefined;
 
   constructor(
     splits: JsonlFileSplit[],
@@ -160,12 +163,19 @@ class JsonlReader<T> implements JsonlFileReader<T> {
         if (status === 'starved') starved++;
         if (values.length > 0) {
           const timestamps = new Array<number>(values.length).fill(NO_TIMESTAMP);
+          this.lastBatchReader = reader;
           return { kind: 'batch', batch: { values, timestamps, split: reader.split.id, offsets } };
         }
         if (this.active.length === 0) break;
       }
       if (this.active.length > 0) return { kind: 'wait', retryAfterMs: this.opts.follow?.pollIntervalMs ?? 0 };
     }
+  }
+
+  /** The line goes to the dead-letter file like a malformed one, with `reason` as its error. */
+  rejectRecord(split: string, offset: number, reason: string): boolean {
+    const reader = this.lastBatchReader;
+    return reader !== undefined && reader.split.id === split && reader.rejectRecord(offset, reason);
   }
 
   currentSplits(): JsonlFileSplit[] {

@@ -64,6 +64,8 @@ export class JsonlSplitReader<T> {
   private malformed = 0;
   private firstMalformed: { offset: number; error: string } | undefined;
   private malformedLogged = false;
+  /** Start of the line the last `read` began with, and `linesConsumed` then: locates its records' line numbers. */
+  private readStart: { offset: number; linesConsumed: number } | undefined;
 
   constructor(
     readonly split: JsonlFileSplit,
@@ -106,6 +108,9 @@ export class JsonlSplitReader<T> {
     const parse = this.options.parse;
     const counters = this.options.counters;
     const before = values.length;
+    if (this.firstLineStart !== undefined) {
+      this.readStart = { offset: this.bufFileOffset + this.bytePos, linesConsumed: this.linesConsumed };
+    }
     let status: SplitReadStatus = 'full';
     while (values.length < max) {
       if (this.charPos >= this.str.length) {
@@ -150,6 +155,31 @@ export class JsonlSplitReader<T> {
 
   close(): void {
     this.finish();
+  }
+
+  /**
+   * Sends the record at byte `offset`, returned by the last `read`, to the dead letters with `reason` (e.g. an
+   * invalid event timestamp found after parsing). The line is read again from the file: this is rare, so nothing
+   * is kept per record for it. False when there is no dead-letter file or the offset is not of the last read.
+   */
+  rejectRecord(offset: number, reason: string): boolean {
+    if (this.options.deadLetters === undefined || this.firstLineStart === undefined) return false;
+    const start = this.readStart ?? { offset: this.firstLineStart, linesConsumed: 0 };
+    if (offset < start.offset) return false;
+    // A separate descriptor: the split's own is closed once the split is read to its end.
+    const fd = openSync(this.split.path, 'r');
+    let line: number;
+    let raw: string;
+    try {
+      this.firstLine ??= 1 + this.countNewlines(fd, 0, this.firstLineStart);
+      line = this.firstLine + start.linesConsumed + this.countNewlines(fd, start.offset, offset);
+      raw = this.readLineAt(fd, offset);
+    } finally {
+      closeSync(fd);
+    }
+    this.options.counters.recordsRead--;
+    this.reject(raw, offset, new Error(reason), line);
+    return true;
   }
 
   /** Reads more bytes until `str` holds at least one whole line; false when there is none (now, or ever). */
@@ -249,7 +279,7 @@ export class JsonlSplitReader<T> {
     return readSync(this.fd, one, 0, 1, offset - 1) === 1 && one[0] === NEWLINE;
   }
 
-  private reject(line: string, offset: number, err: unknown): void {
+  private reject(line: string, offset: number, err: unknown, lineNumber?: number): void {
     this.malformed++;
     this.options.counters.deadLetters++;
     const error = err instanceof Error ? err.message : String(err);
@@ -259,27 +289,45 @@ export class JsonlSplitReader<T> {
       return;
     }
     const raw = line.charCodeAt(line.length - 1) === CARRIAGE_RETURN ? line.slice(0, -1) : line;
-    deadLetters.append({ file: this.split.path, line: this.currentLineNumber(), offset, error, raw });
+    deadLetters.append({ file: this.split.path, line: lineNumber ?? this.currentLineNumber(), offset, error, raw });
   }
 
   /** Line number of the line consumed last; counts the newlines before the split on first use only. */
   private currentLineNumber(): number {
-    if (this.firstLine === undefined) this.firstLine = 1 + this.countNewlinesBefore(this.firstLineStart ?? 0);
+    if (this.firstLine === undefined) this.firstLine = 1 + this.countNewlines(this.fd, 0, this.firstLineStart ?? 0);
     return this.firstLine + this.linesConsumed - 1;
   }
 
-  private countNewlinesBefore(offset: number): number {
-    const chunk = Buffer.allocUnsafe(Math.min(this.options.readChunkBytes, Math.max(offset, 1)));
+  /** Newlines in bytes [from, to) of the file open as `fd`. */
+  private countNewlines(fd: number, from: number, to: number): number {
+    const chunk = Buffer.allocUnsafe(Math.min(this.options.readChunkBytes, Math.max(to - from, 1)));
     let count = 0;
-    let pos = 0;
-    while (pos < offset) {
-      const n = readSync(this.fd, chunk, 0, Math.min(chunk.length, offset - pos), pos);
+    let pos = from;
+    while (pos < to) {
+      const n = readSync(fd, chunk, 0, Math.min(chunk.length, to - pos), pos);
       if (n === 0) break;
       const view = n === chunk.length ? chunk : chunk.subarray(0, n);
       for (let i = view.indexOf(NEWLINE); i >= 0; i = view.indexOf(NEWLINE, i + 1)) count++;
       pos += n;
     }
     return count;
+  }
+
+  /** The line starting at byte `offset`, without its terminator (and without a byte order mark at 0). */
+  private readLineAt(fd: number, offset: number): string {
+    const chunk = Buffer.allocUnsafe(Math.min(this.options.readChunkBytes, MIN_TAIL_READ));
+    const parts: Buffer[] = [];
+    for (let pos = offset; ; ) {
+      const n = readSync(fd, chunk, 0, chunk.length, pos);
+      if (n === 0) break;
+      const nl = chunk.subarray(0, n).indexOf(NEWLINE);
+      parts.push(Buffer.from(chunk.subarray(0, nl < 0 ? n : nl)));
+      if (nl >= 0) break;
+      pos += n;
+    }
+    let line = Buffer.concat(parts).toString('utf8');
+    if (offset === 0 && line.charCodeAt(0) === BYTE_ORDER_MARK) line = line.slice(1);
+    return line;
   }
 
   private finish(): void {

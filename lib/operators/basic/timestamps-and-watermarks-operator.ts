@@ -1,5 +1,5 @@
-import { MAX_WATERMARK, type RecordBatch } from '../../core/index.ts';
-import { assignTimestamps } from './assign-timestamps.ts';
+import { InvalidTimestampError, MAX_WATERMARK, originAt, type RecordBatch } from '../../core/index.ts';
+import { assignTimestamps, type InvalidTimestamp } from './assign-timestamps.ts';
 import type { WatermarkGenerator, WatermarkStrategy } from '../../api/watermark-strategy.ts';
 import type { Operator, OperatorContext } from '../operator.ts';
 import type { IdleAwareOutput, Output } from '../output.ts';
@@ -31,7 +31,9 @@ export class TimestampsAndWatermarksOperator<T> implements Operator<T, T> {
   }
 
   processBatch(batch: RecordBatch<T>): void {
-    const stamped = assignTimestamps(batch, this.strategy.timestampAssigner, this.generator, this.name, this.ctx.subtask);
+    const stamped = assignTimestamps(batch, this.strategy.timestampAssigner, this.generator, this.name, this.ctx.subtask, (bad) =>
+      this.invalid(batch, bad),
+    );
     if (this.idle) this.setIdle(false);
     this.lastRecordAt = this.ctx.clock.now();
     this.output.emit(stamped);
@@ -54,6 +56,19 @@ export class TimestampsAndWatermarksOperator<T> implements Operator<T, T> {
     if (timeout === undefined || this.idle) return;
     if (time - this.lastRecordAt >= timeout) this.setIdle(true);
     else this.scheduleIdleCheck();
+  }
+
+  /** An operator has no dead-letter output (a source does: give the source the strategy to use it). */
+  private invalid(batch: RecordBatch<T>, bad: InvalidTimestamp): never {
+    throw new InvalidTimestampError(
+      this.name,
+      this.ctx.subtask,
+      originAt(batch, bad.index),
+      bad.timestamp,
+      bad.reason,
+      'assignTimestampsAndWatermarks has no dead-letter output: pass the WatermarkStrategy to env.fromSource so ' +
+        "that such records go to the source's dead letters, or reject them in the source's parse function",
+    );
   }
 
   private setIdle(idle: boolean): void {

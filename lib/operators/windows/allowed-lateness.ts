@@ -1,4 +1,4 @@
-import { ConfigError } from '../../core/index.ts';
+import { ConfigError, MAX_WINDOW_DURATION_MS } from '../../core/index.ts';
 import type { WindowAssigner } from './window-assigner.ts';
 
 /**
@@ -11,9 +11,9 @@ export function requireAllowedLateness(
   lateness: number,
   eventTimeAssigner: string,
 ): void {
-  if (!Number.isSafeInteger(lateness) || lateness < 0) {
+  if (!Number.isSafeInteger(lateness) || lateness < 0 || lateness > MAX_WINDOW_DURATION_MS) {
     throw new ConfigError(
-      `${where}: allowed lateness must be a whole number of milliseconds >= 0, got ${String(lateness)}`,
+      `${where}: allowed lateness must be a whole number of milliseconds from 0 to ${MAX_WINDOW_DURATION_MS}, got ${String(lateness)}`,
     );
   }
   if (!assigner.isEventTime && lateness > 0) {

@@ -1,9 +1,11 @@
-import { ConfigError } from '../../core/index.ts';
+import { ConfigError, MAX_WINDOW_DURATION_MS } from '../../core/index.ts';
 
+/** Durations are bounded (MAX_WINDOW_DURATION_MS) so that window boundaries of any valid timestamp stay exact. */
 export function requirePositiveDuration(where: string, what: string, value: number): void {
-  if (!Number.isSafeInteger(value) || value <= 0) {
+  if (!Number.isSafeInteger(value) || value <= 0 || value > MAX_WINDOW_DURATION_MS) {
     throw new ConfigError(
-      `${where}: ${what} must be a positive whole number of milliseconds, got ${String(value)}`,
+      `${where}: ${what} must be a positive whole number of milliseconds, got ${String(value)}; the largest ` +
+        `allowed is ${MAX_WINDOW_DURATION_MS} (about 5,800 years)`,
     );
   }
 }

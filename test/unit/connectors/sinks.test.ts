@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, batchOf } from '../../../lib/core/index.ts';
+import { ConfigError, NonFiniteNumberError, batchOf } from '../../../lib/core/index.ts';
 import { collectSink, jsonlFileSink, printSink } from '../../../lib/connectors/local/index.ts';
 import type { SinkContext } from '../../../lib/connectors/sink.ts';
 
@@ -141,5 +141,48 @@ describe('collectSink', () => {
     sink.clear();
     expect(sink.values).toEqual([]);
     expect(sink.finishedWriters).toBe(0);
+  });
+});
+
+describe('numbers JSON cannot hold (NaN, Infinity)', () => {
+  const sum = { account: 'a-1', totals: [{ cents: 5 }, { cents: Number.POSITIVE_INFINITY }], note: null };
+
+  it('the JSONL file sink refuses them naming the operator and the field, instead of writing null', async () => {
+    const dir = freshDir();
+    const writer = await jsonlFileSink<unknown>({ dir }).createWriter({ ...ctx(0, 1), operatorName: 'window totals', attempt: 'a1', checkpointing: false });
+    let failure: unknown;
+    try {
+      await writer.write(batchOf([{ account: 'ok', cents: 1, note: null }, sum], [0, 0]));
+    } catch (err) {
+      failure = err;
+    }
+    expect(failure).toBeInstanceOf(NonFiniteNumberError);
+    expect((failure as NonFiniteNumberError).path).toBe('$.totals[1].cents');
+    expect((failure as Error).message).toMatch(/^sink "window totals": field \$\.totals\[1\]\.cents is Infinity, which it cannot write as a number/);
+    for (const [value, path] of [
+      [Number.NaN, '$'],
+      [{ 'odd key': [Number.NEGATIVE_INFINITY] }, '$["odd key"][0]'],
+      [{ at: { toJSON: () => ({ n: Number.NaN }) } }, '$.at.n'],
+    ] as const) {
+      expect(() => writer.write(batchOf([value], [0]))).toThrow(expect.objectContaining({ path }) as Error);
+    }
+  });
+
+  it('nulls that are nulls are written as they are', async () => {
+    const dir = freshDir();
+    const sink = jsonlFileSink<unknown>({ dir });
+    const writer = await sink.createWriter({ ...ctx(0, 1), attempt: 'a1', checkpointing: false });
+    await writer.write(batchOf([{ a: null, b: [null, 1], nullish: 'null' }], [0]));
+    await writer.finish?.();
+    const files = readdirSync(dir).filter((f) => !f.startsWith('.'));
+    expect(files.map((f) => readFileSync(join(dir, f), 'utf8'))).toEqual(['{"a":null,"b":[null,1],"nullish":"null"}\n']);
+  });
+
+  it('the print sink refuses them inside records; a bare number prints as itself', async () => {
+    const lines: string[] = [];
+    const writer = await printSink<unknown>({ target: (line) => lines.push(line) }).createWriter({ ...ctx(0, 1), operatorName: 'show' });
+    await writer.write(batchOf([Number.NaN, 1.5, { a: null }], [0, 0, 0]));
+    expect(lines).toEqual(['NaN', '1.5', '{"a":null}']);
+    expect(() => writer.write(batchOf([sum], [0]))).toThrow(/sink "show": field \$\.totals\[1\]\.cents is Infinity/);
   });
 });

@@ -33,7 +33,7 @@ export class DynamoDbSinkWriter<T> implements TwoPhaseCommitSinkWriter<T, Dynamo
     private readonly ctx: SinkContext,
     private readonly client: () => DynamoDBClient,
   ) {
-    this.staged = new StagedWrites(config.schema, config.mode === 'transactional');
+    this.staged = new StagedWrites(config.schema, config.mode === 'transactional', ctx.operatorName);
     this.txnPrefix = `${config.jobId}/${attemptTag(ctx.attempt)}/${ctx.subtask}`;
     this.checkpointing = ctx.checkpointing !== false;
   }

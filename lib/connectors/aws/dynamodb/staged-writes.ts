@@ -1,5 +1,7 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { convertToAttr, marshall } from '@aws-sdk/util-dynamodb';
+import { NonFiniteNumberError } from '../../../core/index.ts';
+import { findNonFinite } from '../../finite-json.ts';
 import { addDecimalStrings, canonicalDecimal } from './decimal.ts';
 import { DynamoDbSinkError } from './errors.ts';
 import type { DynamoDbAttributes, DynamoDbKeySchema, DynamoDbWrite } from './write-ops.ts';
@@ -58,6 +60,8 @@ export class StagedWrites {
   constructor(
     private readonly schema: DynamoDbKeySchema,
     private readonly allowAdd: boolean,
+    /** The sink operator, named when a write holds a number DynamoDB cannot store. */
+    private readonly operator = 'DynamoDB sink',
   ) {}
 
   /** Writes after folding (what a commit would send). */
@@ -115,6 +119,7 @@ export class StagedWrites {
     try {
       return marshall(value, MARSHALL_OPTIONS) as AttributeMap;
     } catch (cause) {
+      this.refuseNonFinite(value, what);
       throw invalid(`the ${what} cannot be converted to DynamoDB attributes: ${(cause as Error).message}`, cause);
     }
   }
@@ -167,10 +172,19 @@ export class StagedWrites {
     return actions;
   }
 
+  /** NaN and ±Infinity fail the job naming the field (the marshaller's own message names neither field nor sink). */
+  private refuseNonFinite(value: unknown, what: string): void {
+    const bad = findNonFinite(value, what.replace(' ', '.'), 0);
+    if (bad !== undefined) {
+      throw new NonFiniteNumberError(this.operator, bad.path, bad.value, 'DynamoDB numbers must be finite: check the computation that produced it');
+    }
+  }
+
   private convert(value: unknown, what: string): AttributeValue {
     try {
       return convertToAttr(value, MARSHALL_OPTIONS);
     } catch (cause) {
+      this.refuseNonFinite(value, what);
       throw invalid(`${what} cannot be converted to a DynamoDB attribute: ${(cause as Error).message}`, cause);
     }
   }

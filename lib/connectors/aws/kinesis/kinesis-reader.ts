@@ -6,7 +6,7 @@ import { FinishAnnouncer } from './finish-announcer.ts';
 import type { FinishedShardRegistry } from './finished-shard-registry.ts';
 import type { KinesisApi } from './kinesis-api.ts';
 import { listAllShards } from './list-shards.ts';
-import { decodeRecords, type DecodedChunk, type KinesisDeserializer } from './record-decoder.ts';
+import { decodeRecords, recordDeadLetter, type DecodedChunk, type KinesisDeserializer } from './record-decoder.ts';
 import type { ShardFetcher, ShardFetcherFactory } from './shard-fetcher.ts';
 import { shardSplit, type KinesisShardSplit, type ShardPosition } from './shard-split.ts';
 
@@ -110,6 +110,8 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
   private readonly letterLogged = new Set<string>();
   private started = false;
   private closed = false;
+  /** Where the last batch's records are in their chunk (rejectRecord finds them there). */
+  private lastBatch: { shardId: string; firstOffset: number; chunk: DecodedChunk<T>; from: number } | undefined;
 
   constructor(
     splits: readonly KinesisShardSplit[],
@@ -142,6 +144,22 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
     if (result !== undefined) return result;
     if (this.idleLongEnough()) return { kind: 'end' };
     return { kind: 'wait', retryAfterMs: this.retryAfter(performance.now()) };
+  }
+
+  /**
+   * A record of the last batch was rejected after decoding (an invalid event timestamp): it goes to the dead-letter
+   * writer like an undecodable one. Without a writer the job must fail instead (false), as nothing would keep it.
+   */
+  async rejectRecord(split: string, offset: number, reason: string): Promise<boolean> {
+    const last = this.lastBatch;
+    const writer = this.settings.deadLetters;
+    if (writer === undefined || last === undefined || last.shardId !== split) return false;
+    const record = last.chunk.records[last.from + offset - last.firstOffset];
+    if (record === undefined || offset < last.firstOffset) return false;
+    await writer.write([recordDeadLetter(record, this.settings.stream, split, reason)]);
+    this.counters.deadLetters++;
+    this.counters.recordsRead--;
+    return true;
   }
 
   currentSplits(checkpointId?: number): KinesisShardSplit[] {
@@ -215,6 +233,7 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
         else if (values.length === 0) continue; // a fetch of dead letters only
         const offsets = new Array<number>(values.length);
         for (let i = 0; i < values.length; i++) offsets[i] = shard.ordinal + i;
+        this.lastBatch = { shardId: shard.split.id, firstOffset: shard.ordinal, chunk, from };
         shard.ordinal += values.length;
         this.counters.recordsRead += values.length;
         this.lastActivityAt = this.ctx.clock.now();

@@ -26,6 +26,8 @@ export interface DecodedChunk<T> {
   /** ApproximateArrivalTimestamp (ms) per value, NO_TIMESTAMP when Kinesis gave none. */
   readonly timestamps: number[];
   readonly sequenceNumbers: string[];
+  /** The fetched record of each value (kept so that a value rejected later can become a dead letter). */
+  readonly records: _Record[];
   /** Sequence number of the fetch's last record, decoded or not: the position once the chunk is returned. */
   readonly lastSequenceNumber: string;
   readonly deadLetters: DeadLetter[];
@@ -42,6 +44,7 @@ export function decodeRecords<T>(
   const values: T[] = [];
   const timestamps: number[] = [];
   const sequenceNumbers: string[] = [];
+  const decoded: _Record[] = [];
   const deadLetters: DeadLetter[] = [];
   const info: KinesisRecordInfo = { shardId, sequenceNumber: '', partitionKey: '', approximateArrivalTimestamp: Number.NaN };
   for (let i = 0; i < n; i++) {
@@ -55,27 +58,36 @@ export function decodeRecords<T>(
     try {
       value = deserialize(data, info);
     } catch (error) {
-      deadLetters.push({
-        source: stream,
-        shardId,
-        sequenceNumber: info.sequenceNumber,
-        partitionKey: info.partitionKey,
-        approximateArrivalTimestamp: Number.isNaN(arrival) ? undefined : arrival,
-        data: Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64'),
-        reason: errorMessage(error),
-      });
+      deadLetters.push(recordDeadLetter(r, stream, shardId, errorMessage(error)));
       continue;
     }
     values.push(value);
     timestamps.push(Number.isNaN(arrival) ? NO_TIMESTAMP : arrival);
     sequenceNumbers.push(info.sequenceNumber);
+    decoded.push(r);
   }
   return {
     values,
     timestamps,
     sequenceNumbers,
+    records: decoded,
     lastSequenceNumber: records[n - 1]?.SequenceNumber ?? '',
     deadLetters,
+  };
+}
+
+/** A fetched record as a dead letter (its data in base64), rejected for `reason`. */
+export function recordDeadLetter(r: _Record, stream: string, shardId: string, reason: string): DeadLetter {
+  const data = r.Data ?? EMPTY;
+  const arrival = r.ApproximateArrivalTimestamp?.getTime();
+  return {
+    source: stream,
+    shardId,
+    sequenceNumber: r.SequenceNumber ?? '',
+    partitionKey: r.PartitionKey ?? '',
+    approximateArrivalTimestamp: arrival === undefined || Number.isNaN(arrival) ? undefined : arrival,
+    data: Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64'),
+    reason,
   };
 }
 
