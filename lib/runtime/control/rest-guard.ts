@@ -49,8 +49,8 @@ function header(headers: IncomingHttpHeaders, name: string): string | undefined 
 
 /**
  * The refusal of a request that a web page could have forged, or undefined when it may be routed: 403 for a Host
- * other than the bound address or localhost (with or without the port), 403 for a non-GET request whose `Origin`
- * is present and not this server's, 415 for a non-GET request whose Content-Type is not application/json.
+ * other than the bound address or localhost (with or without the port), 403 for a request other than GET or HEAD
+ * whose `Origin` is present and not this server's, 415 for a POST whose Content-Type is not application/json.
  */
 export function refuseForgedRequest(method: string, headers: IncomingHttpHeaders, bound: BoundAddress): RestResponse | undefined {
   const host = header(headers, 'host');
@@ -71,13 +71,15 @@ export function refuseForgedRequest(method: string, headers: IncomingHttpHeaders
       `cross-origin requests are refused: Origin ${JSON.stringify(origin)} is not ${sameOrigins(bound).join(' or ')}`,
     );
   }
+  // Only POST reaches a handler with a body; other methods are answered 405 by the router.
+  if (method !== 'POST') return undefined;
   const type = header(headers, 'content-type');
   const mediaType = type?.split(';')[0]?.trim().toLowerCase();
   if (mediaType !== 'application/json') {
     return restError(
       415,
       'UNSUPPORTED_MEDIA_TYPE',
-      `${method} requests must have Content-Type: application/json (a JSON body such as {}), got ${type === undefined ? 'none' : JSON.stringify(type)}`,
+      `POST requests must have Content-Type: application/json (a JSON body such as {}), got ${type === undefined ? 'none' : JSON.stringify(type)}`,
     );
   }
   return undefined;
