@@ -19,9 +19,9 @@ const WINDOW_MS = 10_000;
 const SURROGATE_ACCOUNTS = ['\uD800x', '\uDBFFx', '\uFFFDx', 'a\uDC00', '\uD83D\uDE00 pair', 'plain-1', 'plain-2'];
 
 /** Transactions cycling through `accounts`, in event-time order so that nothing is late at any parallelism. */
-function writeInput(path: string, accounts: readonly string[]): Txn[] {
+function writeInput(path: string, accounts: readonly string[], count = 3000): Txn[] {
   const records: Txn[] = [];
-  for (let i = 0; i < 3000; i++) records.push({ account: accounts[i % accounts.length]!, amountCents: 1 + ((i * 7919) % 10_000), ts: 1_700_000_000_000 + i * 20 });
+  for (let i = 0; i < count; i++) records.push({ account: accounts[i % accounts.length]!, amountCents: 1 + ((i * 7919) % 10_000), ts: 1_700_000_000_000 + i * 20 });
   writeFileSync(path, `${records.map((r) => JSON.stringify(r)).join('\n')}\n`);
   return records;
 }
@@ -41,6 +41,23 @@ describe('sluice run at every parallelism', () => {
     expect(lines1).toEqual(reference.lines);
     // The names come out as they went in: JSON escapes, not replacement characters.
     expect(lines1.some((l) => l.includes('"account":"\\ud800x"'))).toBe(true);
+  });
+
+  it('restores window state keyed by lone-surrogate accounts at another parallelism, exactly (SIGKILL after a checkpoint)', async () => {
+    const input = join(dir, 'surrogates-large.jsonl');
+    // Enough records that the first checkpoint, 50 ms in, holds open windows of every account.
+    const reference = referenceTotals(writeInput(input, SURROGATE_ACCOUNTS, 30_000), WINDOW_MS);
+    const output = join(dir, 'out-restored');
+    const args = (p: number) => [
+      'run', 'examples/fraud-detection.ts', '--input', input, '--output', output, '--parallelism', String(p),
+      '--window-ms', String(WINDOW_MS), '--checkpoint-dir', join(dir, 'ck-restored'), '--checkpoint-interval-ms', '50',
+    ];
+    const crashed = await runChild(args(2), { env: { SLUICE_CRASH_AT: 'after-metadata-commit:1' } });
+    expect(crashed.signal, crashed.stderr).toBe('SIGKILL');
+    const rerun = await runChild(args(1));
+    expect(rerun.code, rerun.stderr).toBe(0);
+    expect(rerun.stderr).toMatch(/restored from checkpoint 1/);
+    expect(committedLines(output).sort()).toEqual(reference.lines);
   });
 
   it.skipIf(availableParallelism() > 8)('warns once when --parallelism is above the processors the machine offers, and still runs', async () => {
