@@ -8,7 +8,8 @@ export const COMMON_FLAGS = {
     integer: true,
     min: 1,
     default: 1,
-    description: 'subtasks per operator; subtask i of every operator runs on worker thread i',
+    description:
+      'subtasks per operator; subtask i of every operator runs on worker thread i (above the processors the machine offers, a warning is printed: the threads then share them)',
   },
   maxParallelism: {
     type: 'number',

@@ -20,7 +20,9 @@ function errorMessage(body: unknown): string | undefined {
 
 /**
  * Sends one request to the REST API at `base` (`http://127.0.0.1:<port>`) and returns the parsed JSON answer.
- * No timeout: a savepoint is answered only once complete, which can take as long as a checkpoint may.
+ * A POST carries an empty JSON object: the API refuses POSTs that are not application/json (a web page cannot send
+ * those cross-origin). No timeout: a savepoint is answered only once complete, which can take as long as a
+ * checkpoint may.
  */
 export function requestJson(base: string, method: 'GET' | 'POST', path: string): Promise<unknown> {
   let url: URL;
@@ -30,7 +32,13 @@ export function requestJson(base: string, method: 'GET' | 'POST', path: string):
     return Promise.reject(new RestRequestError(`not a URL: ${JSON.stringify(base)}`, undefined, cause));
   }
   return new Promise((resolve, reject) => {
-    const req = request(url, { method, agent: false, headers: { accept: 'application/json' } }, (res) => {
+    const body = method === 'POST' ? '{}' : undefined;
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (body !== undefined) {
+      headers['content-type'] = 'application/json';
+      headers['content-length'] = String(Buffer.byteLength(body));
+    }
+    const req = request(url, { method, agent: false, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('error', (cause) => reject(new RestRequestError(`the answer from ${url.href} broke off: ${cause.message}`, res.statusCode, cause)));
@@ -52,6 +60,6 @@ export function requestJson(base: string, method: 'GET' | 'POST', path: string):
       const why = cause.code === 'ECONNREFUSED' ? 'nothing listens there (has the job ended?)' : (cause.code ?? cause.message);
       reject(new RestRequestError(`cannot reach the REST API at ${url.origin}: ${why}`, undefined, cause));
     });
-    req.end();
+    req.end(body);
   });
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../storage/fs/durable-fs.ts';
 
 /**
  * `<checkpoint-dir>/rest.json`: where the REST API of the job checkpointing into that folder listens, so that
@@ -22,12 +23,15 @@ export function restEndpointPath(checkpointDir: string): string {
   return join(checkpointDir, REST_ENDPOINT_FILE);
 }
 
-/** Written by rename, so a reader never sees half a file. */
+/**
+ * Written by rename, so a reader never sees half a file; readable by its owner only (0600, in a folder created 0700),
+ * as the checkpoint files beside it: other users of the machine have no business with the job's endpoint.
+ */
 export async function writeRestEndpoint(checkpointDir: string, endpoint: RestEndpoint): Promise<void> {
   const file = restEndpointPath(checkpointDir);
   const temp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
-  await mkdir(checkpointDir, { recursive: true });
-  await writeFile(temp, `${JSON.stringify(endpoint, null, 2)}\n`, 'utf8');
+  await mkdir(checkpointDir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  await writeFile(temp, `${JSON.stringify(endpoint, null, 2)}\n`, { encoding: 'utf8', mode: PRIVATE_FILE_MODE, flag: 'wx' });
   await rename(temp, file);
 }
 

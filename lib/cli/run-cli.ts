@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { CommanderError } from 'commander';
 import { ConfigError } from '../core/index.ts';
@@ -29,6 +30,8 @@ export interface CliDeps {
   stdout(text: string): void;
   /** Writes text as is (errors and the summary go here). */
   stderr(text: string): void;
+  /** Processors the process may use; default os.availableParallelism(). */
+  availableParallelism?(): number;
 }
 
 const COMMON_OPTIONS_WITH_VALUE: ReadonlySet<string> = new Set(Object.keys(COMMON_FLAGS).map(flagLabel));
@@ -55,6 +58,18 @@ function toJobOptions(common: Record<string, unknown>): JobOptions {
     throw err;
   }
   return options;
+}
+
+/**
+ * A warning line when `parallelism` is above the machine's processors, else undefined. Each subtask index runs on
+ * its own worker thread today, so the threads then take turns on the processors: the job runs, but no faster.
+ */
+export function oversubscriptionWarning(parallelism: number, processors: number): string | undefined {
+  if (parallelism <= processors) return undefined;
+  return (
+    `warning: --parallelism ${parallelism} is more than the ${processors} processor${processors === 1 ? '' : 's'} this machine offers: ` +
+    `each subtask index runs on its own worker thread, so ${parallelism} threads share them: the job runs, but CPU-bound work gets no faster than at --parallelism ${processors}`
+  );
 }
 
 /** Serves a running job's REST API, announces it on stderr and in `<checkpoint-dir>/rest.json`, and stops both at the end. */
@@ -154,6 +169,8 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Ex
     return ExitCode.usage;
   }
 
+  const warning = oversubscriptionWarning(jobOptions.parallelism ?? 1, (deps.availableParallelism ?? availableParallelism)());
+  if (warning !== undefined) printLines([warning]);
   const rest = new RestAnnouncement(settings, (line) => printLines([line]));
   try {
     const result = await deps.runJob({

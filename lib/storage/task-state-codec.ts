@@ -1,6 +1,7 @@
 import { constants as bufferConstants } from 'node:buffer';
 import { crc32 } from 'node:zlib';
 import { Packr } from 'msgpackr';
+import { packKeepingLoneSurrogates } from '../state/files/lone-surrogate-strings.ts';
 import { CheckpointCorruptError, StateEncodeError } from './errors.ts';
 import type { TaskSnapshot } from './task-snapshot.ts';
 
@@ -44,7 +45,8 @@ export function encodeTaskSnapshot(snapshot: TaskSnapshot, options: EncodeOption
   }
   let body: Uint8Array;
   try {
-    body = packr.pack(snapshot);
+    // Strings with lone surrogates survive (as a msgpack extension); see lone-surrogate-strings.ts.
+    body = packKeepingLoneSurrogates(packr, snapshot);
   } catch (cause) {
     throw new StateEncodeError(`task ${snapshot.vertex}-${snapshot.subtask}`, cause);
   } finally {

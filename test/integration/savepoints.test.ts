@@ -79,7 +79,8 @@ const hasPartFile = (output: string): true | undefined => {
 };
 
 async function api(url: string, method: 'GET' | 'POST' = 'GET'): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(url, { method });
+  // The API refuses POSTs that are not JSON (a web page could forge those).
+  const res = await fetch(url, method === 'POST' ? { method, headers: { 'content-type': 'application/json' }, body: '{}' } : { method });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 

@@ -2,9 +2,13 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { ConfigError } from '../../core/index.ts';
 import type { JobControl } from './job-control.ts';
-import { route, type RestResponse } from './rest-routes.ts';
+import { refuseForgedRequest, type BoundAddress } from './rest-guard.ts';
+import { createRouter, type RestResponse, type RestRouter } from './rest-routes.ts';
 
-/** The REST API listens on the loopback interface only: it can stop jobs, and has no authentication. */
+/**
+ * The REST API listens on the loopback interface only: it can stop jobs, and has no authentication. Requests a web
+ * page could forge (foreign Host, cross-origin or non-JSON POST) are refused (rest-guard.ts).
+ */
 export const REST_HOST = '127.0.0.1';
 
 /** How long `close` lets requests in flight finish before it cuts their connections. */
@@ -29,12 +33,13 @@ function send(res: ServerResponse, answer: RestResponse): void {
   res.end(text);
 }
 
-async function handle(jobs: readonly JobControl[], req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(router: RestRouter, bound: BoundAddress, req: IncomingMessage, res: ServerResponse): Promise<void> {
   // Request bodies carry nothing the API reads; drain them so the connection stays well-formed.
   req.resume();
+  const method = req.method ?? 'GET';
   let answer: RestResponse;
   try {
-    answer = await route(jobs, req.method ?? 'GET', req.url ?? '/');
+    answer = refuseForgedRequest(method, req.headers, bound) ?? (await router(method, req.url ?? '/'));
   } catch (err) {
     answer = { status: 500, body: { error: { code: 'INTERNAL', message: err instanceof Error ? err.message : String(err) } } };
   }
@@ -50,7 +55,10 @@ export async function startRestServer(jobs: readonly JobControl[], options: { po
   if (!Number.isSafeInteger(port) || port < 0 || port > 65535) {
     throw new ConfigError(`the REST port must be an integer between 0 and 65535, got ${port}`);
   }
-  const server = createServer((req, res) => void handle(jobs, req, res));
+  const router = createRouter(jobs);
+  // The port is known once bound; requests arrive only after that.
+  const bound = { host: REST_HOST, port };
+  const server = createServer((req, res) => void handle(router, bound, req, res));
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
       reject(
@@ -64,11 +72,11 @@ export async function startRestServer(jobs: readonly JobControl[], options: { po
   });
   // Neither the server nor its connections may keep a finished job's process alive.
   server.unref();
-  const bound = (server.address() as AddressInfo).port;
+  bound.port = (server.address() as AddressInfo).port;
   let closed: Promise<void> | undefined;
   return {
-    url: `http://${REST_HOST}:${bound}`,
-    port: bound,
+    url: `http://${REST_HOST}:${bound.port}`,
+    port: bound.port,
     close() {
       closed ??= new Promise<void>((resolve) => {
         const cut = setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS);

@@ -1,5 +1,6 @@
 import { Packr } from 'msgpackr';
 import type { Bytes } from './key-bytes.ts';
+import { packKeepingLoneSurrogates } from './lone-surrogate-strings.ts';
 import { StoredStateCorruptError } from './state-errors.ts';
 
 /**
@@ -14,9 +15,12 @@ export type RowEntries = unknown[];
 /** Structured-clone msgpack as in task state files: Map, Set, Date, bigint, undefined, NaN and ±Infinity survive. */
 const packr = new Packr({ structuredClone: true, moreTypes: true });
 
-/** Encodes a row; the bytes are a view into the encoder's buffer that stays valid (copy to keep it long). */
+/**
+ * Encodes a row; the bytes are a view into the encoder's buffer that stays valid (copy to keep it long). Strings with
+ * lone surrogates are kept as they are (lone-surrogate-strings.ts).
+ */
 export function encodeRow(entries: RowEntries): Bytes {
-  return packr.pack(entries);
+  return packKeepingLoneSurrogates(packr, entries);
 }
 
 export function decodeRow(bytes: Uint8Array, source: string): RowEntries {

@@ -1,9 +1,21 @@
 import { createHash } from 'node:crypto';
-import { open, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, type FileHandle } from 'node:fs/promises';
 
-/** Writes `data` to a new file and fsyncs it, so a later rename publishes bytes that are on disk. */
+/**
+ * Checkpoints and savepoints hold the job's data (state, keys, records in flight): files are readable by their owner
+ * only, as `umask 077` would make them, whatever the process's umask. Folders that already exist keep their mode.
+ */
+export const PRIVATE_FILE_MODE = 0o600;
+export const PRIVATE_DIR_MODE = 0o700;
+
+/** `mkdir -p` whose new folders (the last one and any parents it creates) are private to their owner. */
+export async function mkdirPrivate(path: string): Promise<void> {
+  await mkdir(path, { recursive: true, mode: PRIVATE_DIR_MODE });
+}
+
+/** Writes `data` to a new private file and fsyncs it, so a later rename publishes bytes that are on disk. */
 export async function writeFileDurably(path: string, data: Uint8Array): Promise<void> {
-  const handle = await open(path, 'wx');
+  const handle = await open(path, 'wx', PRIVATE_FILE_MODE);
   try {
     await handle.writeFile(data);
     await handle.sync();

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import {
   METADATA_TEMP_FILE_NAME,
@@ -18,7 +18,7 @@ import { ConfigError, InternalError } from '../../core/index.ts';
 import type { CheckpointStorage, StoredCheckpoint } from '../checkpoint-storage.ts';
 import { CheckpointCorruptError, CheckpointIoError } from '../errors.ts';
 import { decodeMetadata, encodeMetadata } from '../metadata-codec.ts';
-import { fileSizeAndSha256, fsyncDirectory, sha256Hex, writeFileDurably } from './durable-fs.ts';
+import { fileSizeAndSha256, fsyncDirectory, mkdirPrivate, sha256Hex, writeFileDurably } from './durable-fs.ts';
 import { SharedStateDirectory } from './shared-state-directory.ts';
 import { JobRecordDirectory } from './job-record-directory.ts';
 import { errorCode, readVerifiedTaskFile, verifySharedFileSize } from './verified-files.ts';
@@ -68,7 +68,7 @@ export class FileCheckpointStorage implements CheckpointStorage {
     const target = this.absolute(path);
     const temp = join(dir, `${name}${IN_PROGRESS_MARK}-${randomBytes(4).toString('hex')}`);
     try {
-      await mkdir(dir, { recursive: true });
+      await mkdirPrivate(dir);
       await writeFileDurably(temp, data);
       await rename(temp, target);
     } catch (cause) {
@@ -97,7 +97,7 @@ export class FileCheckpointStorage implements CheckpointStorage {
       throw new InternalError(`checkpoint ${id} in ${this.location} is already complete; checkpoint ids must be new`);
     }
     try {
-      await mkdir(dir, { recursive: true });
+      await mkdirPrivate(dir);
       // The task files' names and the checkpoint directory itself must be durable before the metadata points at them.
       await fsyncDirectory(dir);
       await fsyncDirectory(this.root);

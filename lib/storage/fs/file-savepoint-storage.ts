@@ -6,7 +6,7 @@ import { ConfigError, InternalError, SluiceError } from '../../core/index.ts';
 import type { TaskStateReader } from '../checkpoint-storage.ts';
 import { CheckpointIoError } from '../errors.ts';
 import { decodeMetadata, encodeMetadata } from '../metadata-codec.ts';
-import { fsyncDirectory, writeFileDurably } from './durable-fs.ts';
+import { PRIVATE_DIR_MODE, fsyncDirectory, mkdirPrivate, writeFileDurably } from './durable-fs.ts';
 
 /** A savepoint directory is assembled under this hidden name and renamed into place once whole. */
 const IN_PROGRESS = /^\.savepoint-\d{10}-\d+\.inprogress$/;
@@ -50,9 +50,9 @@ export class FileSavepointStorage {
     const temp = join(this.root, inProgressName(name));
     if (await this.exists(target)) throw new InternalError(`savepoint ${target} already exists; savepoint directories are never reused`);
     try {
-      await mkdir(this.root, { recursive: true });
+      await mkdirPrivate(this.root);
       await rm(temp, { recursive: true, force: true });
-      await mkdir(temp);
+      await mkdir(temp, { mode: PRIVATE_DIR_MODE });
       const tasks = [];
       for (const handle of metadata.tasks) {
         const data = await source.readTaskState(handle.path, handle);

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, rm } from 'node:fs/promises';
+import { readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { JobRecordStore } from '../checkpoint-storage.ts';
 import { CheckpointIoError } from '../errors.ts';
-import { fsyncDirectory, writeFileDurably } from './durable-fs.ts';
+import { fsyncDirectory, mkdirPrivate, writeFileDurably } from './durable-fs.ts';
 
 const RECORD_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
@@ -30,7 +30,7 @@ export class JobRecordDirectory implements JobRecordStore {
     const file = join(this.dir, fileName(name));
     const temp = `${file}.${randomBytes(4).toString('hex')}.inprogress`;
     try {
-      await mkdir(this.dir, { recursive: true });
+      await mkdirPrivate(this.dir);
       await writeFileDurably(temp, Buffer.from(text, 'utf8'));
       await rename(temp, file);
       await fsyncDirectory(this.dir);

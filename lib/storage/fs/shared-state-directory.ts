@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { copyFile, mkdir, readdir, rename, rm, unlink } from 'node:fs/promises';
+import { chmod, copyFile, readdir, rename, rm, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { SHARED_DIR_NAME, parseSharedFilePath, sharedFilePath } from '../../checkpoint/naming.ts';
 import type { SharedStateFileRef, SharedStateStore } from '../../state/index.ts';
 import { CheckpointCorruptError, CheckpointIoError } from '../errors.ts';
-import { fileSizeAndSha256, fileSizeAndSha256Durably, fsyncDirectory } from './durable-fs.ts';
+import { PRIVATE_FILE_MODE, fileSizeAndSha256, fileSizeAndSha256Durably, fsyncDirectory, mkdirPrivate } from './durable-fs.ts';
 import { errorCode } from './verified-files.ts';
 
 /**
@@ -31,12 +31,14 @@ export class SharedStateDirectory implements SharedStateStore {
     const target = join(this.root, path);
     const temp = `${target}.inprogress-${randomBytes(4).toString('hex')}`;
     try {
-      await mkdir(this.dir, { recursive: true });
+      await mkdirPrivate(this.dir);
       if (!this.durable) {
         await fsyncDirectory(dirname(this.dir));
         this.durable = true;
       }
       await moveOrCopy(localPath, temp);
+      // The local file was made with the state backend's (umask) mode; a published one is private as the rest.
+      await chmod(temp, PRIVATE_FILE_MODE);
       const { bytes, sha256 } = await fileSizeAndSha256Durably(temp);
       await rename(temp, target);
       await fsyncDirectory(this.dir);
@@ -50,11 +52,13 @@ export class SharedStateDirectory implements SharedStateStore {
   async get(ref: SharedStateFileRef, localPath: string): Promise<void> {
     const file = this.fileOf(ref.path);
     try {
-      await mkdir(dirname(localPath), { recursive: true });
+      await mkdirPrivate(dirname(localPath));
       await rm(localPath, { force: true });
       // A copy, not a hard link: the caller owns the local file and may change it. Reflinks make it free where the
-      // file system can share blocks.
+      // file system can share blocks. The copy takes the source's mode; files published before modes were private
+      // are made private here (a savepoint copies through this).
       await copyFile(file, localPath, constants.COPYFILE_FICLONE);
+      await chmod(localPath, PRIVATE_FILE_MODE);
     } catch (cause) {
       if (errorCode(cause) === 'ENOENT') throw new CheckpointCorruptError(file, 'the shared state file is missing', { cause });
       throw new CheckpointIoError('read shared state file', file, cause);

@@ -25,7 +25,7 @@ interface Harness {
   loaded: string[];
 }
 
-function harness(options: { job?: JobDefinition; loadError?: unknown; runError?: unknown } = {}): Harness {
+function harness(options: { job?: JobDefinition; loadError?: unknown; runError?: unknown; processors?: number } = {}): Harness {
   const h: Harness = { out: [], err: [], runs: [], loaded: [], deps: undefined as unknown as CliDeps };
   h.deps = {
     version: '9.9.9',
@@ -41,6 +41,8 @@ function harness(options: { job?: JobDefinition; loadError?: unknown; runError?:
     },
     stdout: (t) => void h.out.push(t),
     stderr: (t) => void h.err.push(t),
+    // Fixed, so that what is printed does not depend on the machine the tests run on.
+    availableParallelism: () => options.processors ?? 4,
   };
   return h;
 }
@@ -58,6 +60,19 @@ describe('sluice run', () => {
     expect(h.runs[0]?.flags).toEqual({ input: 'in.jsonl', windowMs: 500, dryRun: true });
     expect(h.runs[0]?.jobOptions).toEqual({ parallelism: 3, maxParallelism: 128 });
     expect(text(h.err)).toBe('sluice: job "totals" finished: 5,000 records read in 1.00 s (5,000 events/s)\n');
+  });
+
+  it('warns once, and still runs, when --parallelism is above the processors the machine offers', async () => {
+    const h = harness({ processors: 2 });
+    expect(await runCli(['run', 'jobs/totals.ts', '--input', 'x', '--parallelism', '3'], h.deps)).toBe(ExitCode.ok);
+    expect(h.runs).toHaveLength(1);
+    const warnings = text(h.err).split('\n').filter((l) => l.startsWith('warning:'));
+    expect(warnings).toEqual([
+      'warning: --parallelism 3 is more than the 2 processors this machine offers: each subtask index runs on its own worker thread, so 3 threads share them: the job runs, but CPU-bound work gets no faster than at --parallelism 2',
+    ]);
+    const atCores = harness({ processors: 2 });
+    expect(await runCli(['run', 'jobs/totals.ts', '--input', 'x', '--parallelism', '2'], atCores.deps)).toBe(ExitCode.ok);
+    expect(text(atCores.err)).not.toContain('warning:');
   });
 
   it('accepts --flag=value and common flags before the job', async () => {
