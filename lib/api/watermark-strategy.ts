@@ -24,7 +24,11 @@ export class WatermarkStrategy<T> {
   private constructor(
     readonly createGenerator: () => WatermarkGenerator<T>,
     readonly timestampAssigner: TimestampAssigner<T> | undefined,
-    /** Inputs without records for this long are marked idle and stop holding back the watermark. */
+    /**
+     * Inputs without records for this long are marked idle and stop holding back the watermark. On a source, the
+     * time counts only while the split is caught up (its reader has no data available): a split that is behind or
+     * slow to answer never goes idle (SourceReader.caughtUp).
+     */
     readonly idleTimeoutMs: number | undefined,
   ) {}
 
@@ -57,6 +61,12 @@ export class WatermarkStrategy<T> {
     return new WatermarkStrategy<T>(this.createGenerator, assigner, this.idleTimeoutMs);
   }
 
+  /**
+   * A split (or input) that had no record for `idleTimeoutMs` goes idle: the watermark advances without it. A source
+   * split must also have been caught up all that time (nothing available to read: a Kinesis shard at its tip, a
+   * followed file at its end), so a slow or lagging split is never declared idle and its records never become late
+   * for that reason.
+   */
   withIdleness(idleTimeoutMs: number): WatermarkStrategy<T> {
     if (!Number.isFinite(idleTimeoutMs) || idleTimeoutMs <= 0) {
       throw new ConfigError(`withIdleness: idleTimeoutMs must be a positive number, got ${idleTimeoutMs}`);

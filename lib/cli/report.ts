@@ -4,12 +4,20 @@ import { ExitCode } from './exit-codes.ts';
 
 const count = (n: number): string => Math.round(n).toLocaleString('en-US');
 
-/** The line printed when a job ends: how (finished, or stopped with a savepoint), records read, duration, throughput. */
-export function formatSummary(jobName: string, result: Pick<JobResult, 'durationMs' | 'sourceRecords' | 'stoppedWithSavepoint'>): string {
+/**
+ * The line printed when a job ends: how (finished, or stopped with a savepoint), records read, duration, throughput,
+ * and the late records dropped, if any (they are in no output, so a user must not have to look for them).
+ */
+export function formatSummary(
+  jobName: string,
+  result: Pick<JobResult, 'durationMs' | 'sourceRecords' | 'stoppedWithSavepoint'> & Partial<Pick<JobResult, 'droppedLateRecords'>>,
+): string {
   const seconds = result.durationMs / 1000;
   const perSecond = result.sourceRecords / Math.max(seconds, 0.001);
   const how = result.stoppedWithSavepoint === undefined ? 'finished' : `stopped with savepoint ${result.stoppedWithSavepoint}`;
-  return `sluice: job "${jobName}" ${how}: ${count(result.sourceRecords)} records read in ${seconds.toFixed(2)} s (${count(perSecond)} events/s)`;
+  const dropped = result.droppedLateRecords ?? 0;
+  const late = dropped === 0 ? '' : `; ${count(dropped)} late record${dropped === 1 ? '' : 's'} dropped (behind the watermark, no late-data output)`;
+  return `sluice: job "${jobName}" ${how}: ${count(result.sourceRecords)} records read in ${seconds.toFixed(2)} s (${count(perSecond)} events/s)${late}`;
 }
 
 /** What is known about a failed user function, whether it failed in this thread or in a worker thread. */

@@ -60,6 +60,15 @@ export interface SourceReader<T, S extends SourceSplit = SourceSplit> {
    * cannot find the record): the job then fails with an error naming the record. @default absent: false
    */
   rejectRecord?(split: string, offset: number, reason: string): boolean | Promise<boolean>;
+  /**
+   * Whether split `splitId` has no data available right now: everything that exists has been returned (Kinesis:
+   * an empty read at the tip of the shard, MillisBehindLatest 0; a followed file: at its end). Only a caught-up
+   * split can become idle (`WatermarkStrategy.withIdleness` counts its timeout only while the split is caught up);
+   * a split whose reader is behind, has not had a first answer yet, or is retrying or throttled, holds the
+   * watermark back however long that takes. Readers that fetch in the background must implement it.
+   * @default absent: every split counts as caught up whenever `poll` returns 'wait' (the reader has nothing)
+   */
+  caughtUp?(splitId: string): boolean;
   /** Checkpoint `checkpointId`, whose positions came from `currentSplits(checkpointId)`, is complete. */
   notifyCheckpointComplete?(checkpointId: number): void | Promise<void>;
   close(): Promise<void> | void;

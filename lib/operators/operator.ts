@@ -38,6 +38,11 @@ export interface OperatorContext {
  */
 export interface Operator<IN, OUT> {
   readonly name: string;
+  /**
+   * Records dropped so far because they were late and had nowhere to go (no late-data side output): the task
+   * reports them in its metrics, the job summary and a warning. Absent: the operator drops nothing.
+   */
+  readonly droppedLateRecords?: number;
   open?(ctx: OperatorContext, output: Output<OUT>): void | Promise<void>;
   /** `input` is 0, or 1 for the second input of a two-input operator. */
   processBatch(batch: RecordBatch<IN>, input: number): void | Promise<void>;

@@ -4,6 +4,7 @@ import type { OperatorChain } from './operator-chain.ts';
 import { WatermarkValve } from './watermark-valve.ts';
 import { yieldToEventLoop } from './yield.ts';
 import type { TaskMetrics } from './task-metrics.ts';
+import type { LateDropWarnings } from './late-drop-warnings.ts';
 import type { CheckpointParticipant } from './checkpointing/participant.ts';
 import { waitingForFirstBarrier, type AlignmentState, type AlignmentStep } from '../checkpoint/barrier-aligner.ts';
 
@@ -16,6 +17,7 @@ export interface ChainTaskSetup {
   /** Input index (0 or 1) of each gate channel. */
   readonly inputIndexOfChannel: readonly number[];
   readonly metrics: TaskMetrics;
+  readonly lateDrops: LateDropWarnings;
   readonly checkpoints: CheckpointParticipant;
 }
 
@@ -97,6 +99,8 @@ export async function runChainTask(setup: ChainTaskSetup): Promise<void> {
         chain.markIdle(idle);
       }
       if (advanced !== undefined) chain.pushWatermark(advanced);
+      metrics.droppedLateRecords = chain.droppedLateRecords();
+      setup.lateDrops.update(metrics.droppedLateRecords, performance.now());
     }
     await chain.drain();
     if (chain.blocked) await chain.awaitCapacity();

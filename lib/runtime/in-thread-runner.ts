@@ -31,7 +31,7 @@ export interface InThreadRunOptions {
   checkpointing?: CheckpointingConfig;
   /** With checkpointing: how failed attempts restart. @default 3 attempts, 1 s apart */
   restart?: RestartStrategy;
-  /** Progress lines (restores, restarts, skipped checkpoints). @default stderr */
+  /** Progress lines (restores, restarts, skipped checkpoints) and the tasks' warnings (late records dropped). @default stderr */
   log?: (line: string) => void;
 }
 
@@ -59,7 +59,7 @@ export async function runInThisThread(env: StreamEnvironment, options: InThreadR
   const services = options.services ?? memoryServices(() => clock.now());
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const splits = await computeSplits(plan);
-  const base = { plan, options: env.options, splits, thread: 0, threadOf: () => 0, ports: new Map(), services, clock };
+  const base = { plan, options: env.options, splits, thread: 0, threadOf: () => 0, ports: new Map(), services, clock, warn: log };
 
   const config = options.checkpointing;
   if (config === undefined) {

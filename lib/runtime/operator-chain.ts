@@ -207,6 +207,13 @@ export class OperatorChain {
     else this.deliverWatermark(0, timestamp);
   }
 
+  /** Late records the chain's operators dropped so far (no late-data side output). */
+  droppedLateRecords(): number {
+    let dropped = 0;
+    for (const slot of this.slots) dropped += slot.operator.droppedLateRecords ?? 0;
+    return dropped;
+  }
+
   /** Tells every downstream task whether this subtask is idle. */
   markIdle(idle: boolean): void {
     this.broadcast({ kind: 'idle', idle });

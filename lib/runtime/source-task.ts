@@ -16,6 +16,7 @@ import type { OperatorChain } from './operator-chain.ts';
 import { SplitWatermarks, type SplitWatermarksSnapshot } from './split-watermarks.ts';
 import { yieldToEventLoop } from './yield.ts';
 import type { TaskMetrics } from './task-metrics.ts';
+import type { LateDropWarnings } from './late-drop-warnings.ts';
 import type { CheckpointParticipant, CheckpointRequests } from './checkpointing/participant.ts';
 
 export interface SourceTaskSetup {
@@ -34,6 +35,7 @@ export interface SourceTaskSetup {
   readonly batchSize: number;
   readonly signal: AbortSignal;
   readonly metrics: TaskMetrics;
+  readonly lateDrops: LateDropWarnings;
   readonly checkpoints: CheckpointParticipant;
   readonly requests: CheckpointRequests;
   readonly attempt: string;
@@ -121,6 +123,8 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
       checkpointing: checkpoints.enabled,
     });
     const opened = reader;
+    // A reader that cannot tell has nothing at all when it says 'wait'.
+    const caughtUp: (splitId: string) => boolean = opened.caughtUp?.bind(opened) ?? (() => true);
     setup.onReaderComplete(async (checkpointId) => {
       await opened.notifyCheckpointComplete?.(checkpointId);
     });
@@ -130,9 +134,12 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
       const result = await reader.poll(setup.batchSize);
       if (result.kind === 'end') break;
       if (result.kind === 'wait') {
-        if (watermarks !== undefined && !idle && watermarks.checkIdle(clock.now())) {
-          idle = true;
-          chain.markIdle(true);
+        if (watermarks !== undefined) {
+          const allIdle = watermarks.checkIdle(clock.now(), caughtUp);
+          if (allIdle !== idle) {
+            idle = allIdle;
+            chain.markIdle(idle);
+          }
         }
         await gate.waitFor(result.retryAfterMs);
         continue;
@@ -156,6 +163,8 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
         const wm = watermarks.advance();
         if (wm !== undefined) chain.pushWatermark(wm);
       }
+      metrics.droppedLateRecords = chain.droppedLateRecords();
+      setup.lateDrops.update(metrics.droppedLateRecords, performance.now());
       await chain.drain();
       if (chain.blocked) await chain.awaitCapacity();
       await yieldToEventLoop();

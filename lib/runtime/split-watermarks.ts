@@ -10,6 +10,8 @@ export interface SplitWatermarksSnapshot {
 interface SplitState {
   generator: WatermarkGenerator<unknown>;
   lastRecordAt: number;
+  /** Since when the reader has said, without a break, that the split has no data available; undefined: it has not. */
+  caughtUpSince: number | undefined;
   idle: boolean;
   finished: boolean;
 }
@@ -34,7 +36,7 @@ export class SplitWatermarks {
   private state(id: string, now: number): SplitState {
     let s = this.splits.get(id);
     if (s === undefined) {
-      s = { generator: this.strategy.createGenerator(), lastRecordAt: now, idle: false, finished: false };
+      s = { generator: this.strategy.createGenerator(), lastRecordAt: now, caughtUpSince: undefined, idle: false, finished: false };
       this.splits.set(id, s);
     }
     return s;
@@ -51,6 +53,7 @@ export class SplitWatermarks {
   ): RecordBatch<unknown> {
     const s = this.state(batch.split, now);
     s.lastRecordAt = now;
+    s.caughtUpSince = undefined;
     s.idle = false;
     return assignTimestamps(batch, this.strategy.timestampAssigner, s.generator, this.operatorName, this.subtask, onInvalid);
   }
@@ -91,15 +94,27 @@ export class SplitWatermarks {
     if (s !== undefined) s.finished = true;
   }
 
-  /** Marks splits idle that had no record for the idle timeout; returns true if every open split is idle. */
-  checkIdle(now: number): boolean {
+  /**
+   * Updates which splits are idle and returns true if every open split is. A split is idle only once its reader
+   * has said for the whole idle timeout that it has no data available (`caughtUp`) and no record came: a split
+   * that is behind, still waiting for its first answer or being retried never goes idle however long that takes,
+   * since its records would then be late when they come. An idle split that is no longer caught up holds the
+   * watermark back again before its records arrive.
+   */
+  checkIdle(now: number, caughtUp: (splitId: string) => boolean): boolean {
     const timeout = this.strategy.idleTimeoutMs;
     let open = 0;
     let idle = 0;
-    for (const s of this.splits.values()) {
+    for (const [id, s] of this.splits) {
       if (s.finished) continue;
       open++;
-      if (timeout !== undefined && now - s.lastRecordAt >= timeout) s.idle = true;
+      if (caughtUp(id)) {
+        s.caughtUpSince ??= now;
+        if (timeout !== undefined && now - Math.max(s.caughtUpSince, s.lastRecordAt) >= timeout) s.idle = true;
+      } else {
+        s.caughtUpSince = undefined;
+        s.idle = false;
+      }
       if (s.idle) idle++;
     }
     // A subtask that has read nothing at all is idle once the timeout passes (e.g. more subtasks than splits).

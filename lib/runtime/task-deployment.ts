@@ -13,6 +13,7 @@ import { RecordWriter } from './record-writer.ts';
 import { runChainTask } from './chain-task.ts';
 import { runSourceTask } from './source-task.ts';
 import type { TaskMetrics } from './task-metrics.ts';
+import { LateDropWarnings } from './late-drop-warnings.ts';
 import { CheckpointRequests, type CheckpointParticipant } from './checkpointing/participant.ts';
 import { restoredTask, type RestoredJob } from './checkpointing/restore-plan.ts';
 import type { SplitWatermarksSnapshot } from './split-watermarks.ts';
@@ -60,6 +61,8 @@ export interface DeploymentSetup {
   readonly attempt: string;
   /** The checkpoint this run starts from, if any (only the vertices this thread runs need to be loaded). */
   readonly restored?: RestoredJob | undefined;
+  /** Warnings of the tasks while they run (late records dropped). @default stderr */
+  readonly warn?: ((line: string) => void) | undefined;
 }
 
 export interface DeployedTask {
@@ -90,6 +93,7 @@ class TaskFailedError extends SluiceError {
 /** Builds the tasks that run on one thread, with their channels: local queues within the thread, ports across. */
 export function deployTasks(setup: DeploymentSetup): DeployedTask[] {
   const { plan, options, thread, threadOf } = setup;
+  const warn = setup.warn ?? ((line: string) => process.stderr.write(`${line}\n`));
   const local = new Map<string, LocalChannel>();
   const localChannel = (key: string) => {
     let ch = local.get(key);
@@ -156,7 +160,8 @@ export function deployTasks(setup: DeploymentSetup): DeployedTask[] {
         restoreStore: setup.restored?.sharedState,
       });
       const requests = new CheckpointRequests(() => gate.post(() => {}));
-      const metrics: TaskMetrics = { vertex: vertex.name, subtask, source: vertex.source !== undefined, recordsIn: 0, recordsOut: 0 };
+      const metrics: TaskMetrics = { vertex: vertex.name, subtask, source: vertex.source !== undefined, recordsIn: 0, recordsOut: 0, droppedLateRecords: 0 };
+      const lateDrops = new LateDropWarnings(`task "${vertex.name}" (subtask ${subtask})`, warn);
       const abort = new AbortController();
       const allSplits = vertex.source === undefined ? [] : (setup.splits.get(vertex.id) ?? []);
       const source = vertex.source;
@@ -171,6 +176,7 @@ export function deployTasks(setup: DeploymentSetup): DeployedTask[] {
                 gate,
                 inputIndexOfChannel,
                 metrics,
+                lateDrops,
                 checkpoints: setup.checkpoints,
               })
           : () =>
@@ -190,6 +196,7 @@ export function deployTasks(setup: DeploymentSetup): DeployedTask[] {
                 batchSize: options.batchSize,
                 signal: abort.signal,
                 metrics,
+                lateDrops,
                 attempt: setup.attempt,
                 onReaderComplete: (notify) => {
                   notifyReader = notify;

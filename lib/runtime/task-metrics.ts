@@ -6,4 +6,6 @@ export interface TaskMetrics {
   readonly source: boolean;
   recordsIn: number;
   recordsOut: number;
+  /** Late records the task's operators dropped (no late-data side output); see Operator.droppedLateRecords. */
+  droppedLateRecords: number;
 }

@@ -54,7 +54,7 @@ beforeAll(async () => {
   });
   await ensureCheckpointCommitTable(COMMIT_TABLE, { client: dynamo.client });
   await ensureTable({ tableName: TOTALS_TABLE, partitionKey: { name: 'account' }, client: dynamo.client });
-});
+}, 180_000); // DynamoDB Local (a JVM) can take a minute or more to start on a loaded machine
 
 afterAll(async () => {
   for (const key of ENV_KEYS) {

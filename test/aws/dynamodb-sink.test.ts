@@ -103,7 +103,7 @@ async function markers(name = table): Promise<number> {
 
 beforeAll(async () => {
   dynamo = await startDynamoDbLocal();
-});
+}, 180_000); // DynamoDB Local (a JVM) can take a minute or more to start on a loaded machine
 
 afterAll(async () => {
   await dynamo?.stop();

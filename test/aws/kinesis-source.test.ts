@@ -76,7 +76,8 @@ describe('kinesis source start positions', () => {
         return out;
       },
     };
-    const running = runToIdle(kinesisSource<Event>(options(stream, { startPosition: 'LATEST', client: () => api })));
+    // The reader ends once quiet this long: longer than putting the new records can take on a loaded machine.
+    const running = runToIdle(kinesisSource<Event>(options(stream, { startPosition: 'LATEST', client: () => api, stopWhenIdleMs: 3000 })));
     await readyPromise;
     const fresh = events(40, 5, 'new');
     await putRecords(kinesis.client, stream, fresh);

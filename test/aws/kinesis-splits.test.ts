@@ -112,13 +112,18 @@ describe('finished-shard announcements', () => {
     const other = broadcastFinishedShardRegistry({ attempt: 'y', stream: 's', source: 'k', subtask: 1 });
     await a.announce([id(1)]);
     const late = broadcastFinishedShardRegistry({ attempt: 'x', stream: 's', source: 'k', subtask: 1 });
-    const settle = () => new Promise((r) => setTimeout(r, 30));
-    await settle();
+    // Messages arrive asynchronously: wait for them (a generous bound, so a loaded machine cannot fail the test).
+    const eventually = async (condition: () => boolean): Promise<void> => {
+      const deadline = Date.now() + 20_000;
+      while (!condition() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    };
+    await eventually(() => late.isFinished(id(1)) === true);
     expect(late.isFinished(id(1))).toBe(true);
     expect(late.isFinished(id(2))).toBe(false);
     await late.announce([id(2)]);
-    await settle();
+    await eventually(() => a.isFinished(id(2)) === true);
     expect(a.isFinished(id(2))).toBe(true);
+    // The other attempt's registry heard nothing, even after a message that reached the same attempt's readers.
     expect(other.isFinished(id(1))).toBe(false);
     for (const r of [a, other, late]) await r.close();
   });

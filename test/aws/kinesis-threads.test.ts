@@ -29,7 +29,7 @@ export default defineJob({
   build(env, flags) {
     const clientConfig = { endpoint: flags.endpoint, region: 'us-east-1', credentials: { accessKeyId: 't', secretAccessKey: 't' } };
     env
-      .fromSource(kinesisSource({ stream: flags.input, clientConfig, startPosition: 'TRIM_HORIZON', shardDiscoveryIntervalMs: 50, stopWhenIdleMs: 1000 }))
+      .fromSource(kinesisSource({ stream: flags.input, clientConfig, startPosition: 'TRIM_HORIZON', shardDiscoveryIntervalMs: 50, stopWhenIdleMs: 3000 }))
       .keyBy((e) => e.k)
       .process({ processElement: (e, _ctx, out) => out.collect(e) })
       .sinkTo(kinesisSink({ stream: flags.output, clientConfig, partitionKey: (e) => e.k, maxInFlightRequests: 1, lingerMs: 10 }));

@@ -29,7 +29,7 @@ beforeAll(async () => {
   expect(lateEvents(input.records, SPEC)).toBe(0);
   reference = referenceTotals(input.records, SPEC.windowMs);
   await feedTransactions(stack, STREAM, 2, input.text);
-}, 120_000);
+}, 300_000);
 
 afterAll(async () => {
   await stack?.stop();
@@ -90,7 +90,7 @@ describe('examples/kinesis-to-dynamodb.ts on the emulators', () => {
       expect(letter.shardId).toMatch(/^shardId-/);
       expect(letter.sequenceNumber).toMatch(/^\d+$/);
     }
-  }, 120_000);
+  }, 240_000);
 
   it.each([1, 2, 3])('seed %i: SIGKILLed at random moments, then the identical command: the table is exact', async (seed) => {
     const next = random(seed * 104_729);

@@ -64,7 +64,7 @@ beforeAll(async () => {
   [s3, dynamo] = await Promise.all([startS3Emulator({ buckets: [BUCKET] }), startDynamoDbLocal()]);
   await ensureCheckpointCommitTable(COMMIT_TABLE, { client: dynamo.client });
   work = await mkdtemp(join(tmpdir(), 'sluice-s3-chk-'));
-});
+}, 180_000); // DynamoDB Local (a JVM) can take a minute or more to start on a loaded machine
 
 afterAll(async () => {
   await Promise.all([s3?.stop(), dynamo?.stop()]);

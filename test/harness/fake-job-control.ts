@@ -56,6 +56,7 @@ export class FakeJobControl implements JobControl {
       maxParallelism: 128,
       vertices: [{ id: 0, name: 'Source: generator', parallelism: 2 }],
       recordsRead: 1234,
+      droppedLateRecords: 0,
       restarts: 0,
       checkpointing: { dir: '/ck', intervalMs: 1000, savepointDir: '/ck/savepoints' },
       restoredFrom: null,

@@ -33,7 +33,8 @@ describe('sluice run stopped by a signal', () => {
     const sentAt = Date.now();
     child.kill(signal);
     const run = await done;
-    expect(Date.now() - sentAt).toBeLessThan(3000);
+    // Promptly: not after the endless input; the bound leaves room for a loaded machine (a hang never ends).
+    expect(Date.now() - sentAt).toBeLessThan(10_000);
     expect(run.code, run.stderr).toBe(expected);
     expect(run.stderr).toContain(`sluice: ${signal} received, stopping`);
     // Nothing unfinished looks finished: the open part file keeps its hidden in-progress name.

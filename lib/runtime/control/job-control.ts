@@ -34,6 +34,11 @@ export interface JobDetails extends JobOverview {
   readonly vertices: readonly VertexView[];
   /** Records read by all sources in the current attempt (a restart counts again from its checkpoint). */
   readonly recordsRead: number;
+  /**
+   * Late records dropped so far in the current attempt: behind the watermark, with no late-data side output to go
+   * to. Not 0 means output is missing records; see the job's warnings on stderr.
+   */
+  readonly droppedLateRecords: number;
   /** Restarts after task failures so far. */
   readonly restarts: number;
   /** Null when the job takes no checkpoints. */

@@ -31,6 +31,12 @@ function recordsRead(metrics: readonly TaskMetrics[]): number {
   return n;
 }
 
+function droppedLateRecords(metrics: readonly TaskMetrics[]): number {
+  let n = 0;
+  for (const t of metrics) n += t.droppedLateRecords;
+  return n;
+}
+
 /**
  * The controls of a job run by `runOnThreads`: its status across attempts, and savepoints and stop through the
  * current attempt's checkpoint driver. The runner reports each attempt's start and end.
@@ -92,6 +98,7 @@ export class ThreadedJob implements JobControl {
       maxParallelism: plan.maxParallelism,
       vertices: plan.vertices.map((v) => ({ id: v.id, name: v.name, parallelism: v.parallelism })),
       recordsRead: recordsRead(this.lastMetrics),
+      droppedLateRecords: droppedLateRecords(this.lastMetrics),
       restarts: Math.max(0, this.attempts - 1),
       checkpointing: this.info.checkpointing,
       restoredFrom: this.restoredFrom,

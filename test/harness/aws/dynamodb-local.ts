@@ -21,7 +21,8 @@ export interface DynamoDbLocal {
   stop(): Promise<void>;
 }
 
-const READY_TIMEOUT_MS = 30_000;
+// Generous: the JVM starts in about a second on an idle machine, but far slower on a loaded one.
+const READY_TIMEOUT_MS = 120_000;
 
 /** Whether this process may start DynamoDB Local, which listens on every interface of its network namespace. */
 function checkIsolated(): void {

@@ -38,7 +38,7 @@ function harness(runJob?: (options: ThreadedRunOptions) => Promise<JobResult>): 
   h.deps = {
     version: '1.0.0',
     loadJob: async () => job,
-    runJob: runJob ?? (async () => ({ durationMs: 1000, sourceRecords: 10, tasks: [] })),
+    runJob: runJob ?? (async () => ({ durationMs: 1000, sourceRecords: 10, droppedLateRecords: 0, tasks: [] })),
     stdout: (t) => void h.out.push(t),
     stderr: (t) => void h.err.push(t),
   };
@@ -160,7 +160,7 @@ describe('sluice run and its REST API', () => {
         jobs: await (await fetch(`${url}/jobs`)).json(),
         endpoint: JSON.parse(readFileSync(join(dir, 'rest.json'), 'utf8')),
       };
-      return { durationMs: 1000, sourceRecords: 10, tasks: [], stoppedWithSavepoint: '/ck/savepoints/savepoint-0000000004-9' };
+      return { durationMs: 1000, sourceRecords: 10, droppedLateRecords: 0, tasks: [], stoppedWithSavepoint: '/ck/savepoints/savepoint-0000000004-9' };
     });
     expect(await runCli(['run', 'job.ts', '--checkpoint-dir', dir], h.deps)).toBe(ExitCode.ok);
     expect(seen?.jobs).toEqual({ jobs: [{ id: 'job-1', name: 'totals', status: 'running' }] });
@@ -173,7 +173,7 @@ describe('sluice run and its REST API', () => {
     const runs: ThreadedRunOptions[] = [];
     const h = harness(async (options) => {
       runs.push(options);
-      return { durationMs: 1, sourceRecords: 0, tasks: [] };
+      return { durationMs: 1, sourceRecords: 0, droppedLateRecords: 0, tasks: [] };
     });
     const args = ['run', 'job.ts', '--checkpoint-dir', 'ck', '--restore', 'ck/savepoints/sp', '--savepoint-dir', 'sps'];
     expect(await runCli(args, h.deps)).toBe(ExitCode.ok);

@@ -13,6 +13,14 @@ describe('formatSummary', () => {
     );
   });
 
+  it('reports late records that were dropped, and says nothing of them when there were none', () => {
+    expect(formatSummary('fraud', { sourceRecords: 1000, durationMs: 1000, droppedLateRecords: 1234 })).toBe(
+      'sluice: job "fraud" finished: 1,000 records read in 1.00 s (1,000 events/s); 1,234 late records dropped (behind the watermark, no late-data output)',
+    );
+    expect(formatSummary('fraud', { sourceRecords: 1000, durationMs: 1000, droppedLateRecords: 1 })).toContain('; 1 late record dropped (');
+    expect(formatSummary('fraud', { sourceRecords: 1000, durationMs: 1000, droppedLateRecords: 0 })).not.toContain('late');
+  });
+
   it('does not divide by zero for an instant job', () => {
     expect(formatSummary('x', { sourceRecords: 0, durationMs: 0 })).toContain('0 records read in 0.00 s (0 events/s)');
   });

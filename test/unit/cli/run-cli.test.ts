@@ -37,7 +37,7 @@ function harness(options: { job?: JobDefinition; loadError?: unknown; runError?:
     runJob: async (run): Promise<JobResult> => {
       h.runs.push(run);
       if (options.runError !== undefined) throw options.runError;
-      return { durationMs: 1000, sourceRecords: 5000, tasks: [] };
+      return { durationMs: 1000, sourceRecords: 5000, droppedLateRecords: 0, tasks: [] };
     },
     stdout: (t) => void h.out.push(t),
     stderr: (t) => void h.err.push(t),

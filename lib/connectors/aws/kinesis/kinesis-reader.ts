@@ -167,6 +167,18 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
     return this.order.map((s) => ({ ...s.split, position: s.position, finished: s.finished }));
   }
 
+  /**
+   * Only an empty answer at the tip (MillisBehindLatest 0) with nothing fetched since counts: a shard whose first
+   * fetch has not answered yet, that is behind, or whose last fetch failed (throttled, retried) may have records
+   * waiting, and must hold the watermark back rather than go idle.
+   */
+  caughtUp(splitId: string): boolean {
+    const shard = this.shards.get(splitId);
+    if (shard === undefined) return true; // expired from the stream after it finished
+    if (shard.finished) return true;
+    return shard.quietSince !== undefined && shard.retries === 0 && shard.chunk === undefined && !shard.endFetched && shard.ready;
+  }
+
   notifyCheckpointComplete(checkpointId: number): Promise<void> {
     return this.announcer.checkpointComplete(checkpointId);
   }
