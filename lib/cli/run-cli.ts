@@ -15,6 +15,7 @@ import { flagLabel } from './flag-names.ts';
 import { checkFlagSpecs } from './flag-specs.ts';
 import { FlagValueError, parseFlagValues } from './flag-values.ts';
 import { toRunSettings, type RunSettings } from './run-settings.ts';
+import { checkRunDirectories } from './path-checks.ts';
 import { isRemoteLocation } from '../runtime/checkpointing/open-checkpoint-storage.ts';
 import { findJobArgument } from './job-argument.ts';
 import { buildProgram, type RunRequest } from './program.ts';
@@ -149,7 +150,8 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Ex
   const jobOptions = common === undefined ? undefined : check(() => toJobOptions(common));
   const settings = common === undefined ? undefined : check(() => toRunSettings(common));
   const flags = check(() => parseFlagValues(job.flags, raw.job));
-  if (jobOptions === undefined || flags === undefined || settings === undefined) {
+  if (settings !== undefined) check(() => checkRunDirectories(settings));
+  if (jobOptions === undefined || flags === undefined || settings === undefined || problems.length > 0) {
     printLines([...problems.map((p) => `error: ${p}`), `(run "sluice run ${jobArg} --help" to list the flags)`]);
     return ExitCode.usage;
   }

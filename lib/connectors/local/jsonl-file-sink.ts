@@ -1,9 +1,9 @@
-import { mkdirSync } from 'node:fs';
 import { ConfigError } from '../../core/index.ts';
 import type { Committer, SinkContext, TwoPhaseCommitSink } from '../sink.ts';
 import { JsonlFileCommitter } from './jsonl-file-committer.ts';
 import { JsonlFileWriter } from './jsonl-file-writer.ts';
 import type { PartFileCommittable } from './part-file.ts';
+import { checkOutputDirectory } from './output-file-checks.ts';
 import { cleanUpInProgressLeftovers } from './part-file-cleanup.ts';
 import { checkedAttempt, writerAttempt } from './part-file-names.ts';
 
@@ -69,11 +69,7 @@ export function jsonlFileSink<T>(options: JsonlFileSinkOptions<T>): JsonlFileSin
     name: options.name ?? `jsonl:${dir}`,
     twoPhaseCommit: true,
     createWriter(ctx: SinkContext): JsonlFileWriter<T> {
-      try {
-        mkdirSync(dir, { recursive: true });
-      } catch (err) {
-        throw new ConfigError(`JSONL file sink: cannot create output directory "${dir}"`, { cause: err });
-      }
+      checkOutputDirectory(dir, 'JSONL file sink: output directory');
       return new JsonlFileWriter(config, ctx.subtask, writerAttempt(ctx.attempt), ctx.checkpointing !== false);
     },
     createCommitter(ctx: SinkContext): Committer<PartFileCommittable> {

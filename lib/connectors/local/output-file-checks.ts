@@ -1,0 +1,84 @@
+import { accessSync, constants, mkdirSync, realpathSync, statSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve, isAbsolute } from 'node:path';
+import { ConfigError } from '../../core/index.ts';
+
+export interface OutputFileCheck {
+  /** The file a job will write. */
+  readonly path: string;
+  /** How the user named it, for messages: a flag (`--late-output`) or an option name. */
+  readonly label: string;
+  /** Files or directories the job reads: the output may be none of them, nor lie inside one. @default [] */
+  readonly inputs?: readonly string[];
+}
+
+function osReason(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** The real path of `path`, or of its nearest existing ancestor joined with the rest (the file may not exist yet). */
+export function realPathOf(path: string): string {
+  const absolute = resolve(path);
+  try {
+    return realpathSync(absolute);
+  } catch {
+    const parent = dirname(absolute);
+    return parent === absolute ? absolute : join(realPathOf(parent), basename(absolute));
+  }
+}
+
+function isSameOrInside(path: string, container: string): boolean {
+  const rel = relative(container, path);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+/**
+ * Checks, before a job writes anything, that `path` can be an output file: not a directory, not one of the job's
+ * inputs (after resolving symlinks) nor inside an input directory, and its directory exists or can be created and
+ * is writable. Throws a ConfigError naming the flag, the path and the OS cause, so the command exits 2 instead of
+ * destroying a file or failing half-way. Whether an existing file may be appended to is the writer's decision.
+ */
+export function checkOutputFile(check: OutputFileCheck): void {
+  const { path, label } = check;
+  const target = realPathOf(path);
+  for (const input of check.inputs ?? []) {
+    const source = realPathOf(input);
+    if (isSameOrInside(target, source)) {
+      const what = target === source ? 'is the job\'s input' : `is inside the job's input directory ${input}`;
+      throw new ConfigError(`${label} ${path} ${what}; writing it would destroy or feed back into the input. Give a path outside the input.`);
+    }
+  }
+  let info;
+  try {
+    info = statSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+      throw new ConfigError(`${label} ${path} cannot be used: ${osReason(err)}`, { cause: err });
+    }
+  }
+  if (info?.isDirectory() === true) throw new ConfigError(`${label} ${path} is a directory; give the path of a file (it need not exist)`);
+  if (info !== undefined && !info.isFile()) throw new ConfigError(`${label} ${path} is not a regular file; give the path of a file`);
+  const dir = dirname(resolve(path));
+  try {
+    mkdirSync(dir, { recursive: true });
+    accessSync(dir, constants.W_OK);
+  } catch (err) {
+    throw new ConfigError(`${label} ${path}: cannot write in its directory ${dir}: ${osReason(err)}`, { cause: err });
+  }
+}
+
+/** Like `checkOutputFile` for an output directory: it may exist (as a directory), be created, and be written. */
+export function checkOutputDirectory(path: string, label: string): void {
+  let info;
+  try {
+    info = statSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new ConfigError(`${label} ${path} cannot be used: ${osReason(err)}`, { cause: err });
+  }
+  if (info !== undefined && !info.isDirectory()) throw new ConfigError(`${label} ${path} is a file, not a directory; give a directory path (it need not exist)`);
+  try {
+    mkdirSync(path, { recursive: true });
+    accessSync(path, constants.W_OK);
+  } catch (err) {
+    throw new ConfigError(`${label} ${path} cannot be written: ${osReason(err)}`, { cause: err });
+  }
+}
