@@ -1,0 +1,56 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DeadLetterFile } from '../../../lib/connectors/local/dead-letter-file.ts';
+
+let dir: string;
+let input: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'sluice-dead-'));
+  input = join(dir, 'in.jsonl');
+  writeFileSync(input, 'x\n');
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const letter = (offset: number) => ({ file: input, line: offset + 1, offset, error: 'bad', raw: `raw ${offset}` });
+const lines = (path: string): string[] => readFileSync(path, 'utf8').split('\n').filter((l) => l.length > 0);
+
+describe('DeadLetterFile', () => {
+  it('writes each input line once, also across a rerun that reads lines again', () => {
+    const path = join(dir, 'dead.jsonl');
+    const first = new DeadLetterFile(path, { input, label: '--dead-letter' });
+    first.append(letter(10));
+    first.append(letter(20));
+    first.append(letter(10));
+    first.sync();
+    first.close();
+    const rerun = new DeadLetterFile(path, { input, label: '--dead-letter' });
+    rerun.append(letter(20));
+    rerun.append(letter(30));
+    rerun.close();
+    expect(lines(path).map((l) => (JSON.parse(l) as { offset: number }).offset)).toEqual([10, 20, 30]);
+  });
+
+  it('refuses an existing file that is not the dead-letter file of the same input', () => {
+    const notes = join(dir, 'notes.txt');
+    writeFileSync(notes, 'precious\n');
+    expect(() => new DeadLetterFile(notes, { input, label: '--dead-letter' })).toThrow(/--dead-letter .*notes\.txt already exists and it was not written/);
+    const path = join(dir, 'dead.jsonl');
+    const other = join(dir, 'other.jsonl');
+    writeFileSync(other, 'y\n');
+    const file = new DeadLetterFile(path, { input: other });
+    file.append(letter(1));
+    file.close();
+    expect(() => new DeadLetterFile(path, { input, label: '--dead-letter' })).toThrow(/holds the dead letters of/);
+    expect(readFileSync(notes, 'utf8')).toBe('precious\n');
+  });
+
+  it('refuses the input itself and a directory', () => {
+    expect(() => new DeadLetterFile(input, { input, label: '--dead-letter' })).toThrow(/is the job's input/);
+    expect(() => new DeadLetterFile(dir, { input: join(dir, 'x.jsonl'), label: '--dead-letter' })).toThrow(/is a directory/);
+    expect(readFileSync(input, 'utf8')).toBe('x\n');
+  });
+});
