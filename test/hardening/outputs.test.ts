@@ -2,12 +2,14 @@
 // Its late-events and dead-letter files never destroy a file (the input, a user's file, another job's output), are
 // exactly once after a kill -9 and a rerun of the same command, and every configuration mistake about an output
 // path exits 2 with the OS cause and no stack trace.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { completeCheckpoints, expectExactOutput, referenceTotals, runChild, startChild, type Reference, type Txn } from '../crash/crash-harness.ts';
-import { waitFor } from '../integration/sluice-process.ts';
+import { REPO_ROOT, waitFor } from '../integration/sluice-process.ts';
 import { seededRandom } from '../harness/seeded-random.ts';
 
 const JOB = 'examples/fraud-detection.ts';
@@ -210,5 +212,20 @@ describe('configuration mistakes exit 2 with the cause (item 10)', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toContain('pass --dead-letter FILE to keep them');
     expect(run.stderr).not.toContain('deadLetterPath');
+  });
+});
+
+describe('the README\'s input file (item 11)', () => {
+  it('npm start -- --write-input FILE writes the demo input only, and never over an existing file', async () => {
+    const s = scenario();
+    const file = join(s.dir, 'transactions.jsonl');
+    const tsx = join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
+    const written = await promisify(execFile)(tsx, ['examples/demo.ts', '--write-input', file], { cwd: REPO_ROOT });
+    expect(written.stdout).toContain(`to ${file}`);
+    const text = readFileSync(file, 'utf8');
+    expect(text.split('\n').filter((l) => l.length > 0).length).toBe(1_000_022);
+    const again = await promisify(execFile)(tsx, ['examples/demo.ts', '--write-input', file], { cwd: REPO_ROOT }).catch((err: { code: number; stderr: string }) => err);
+    expect('code' in again ? again.code : 0).toBe(2);
+    expect(readFileSync(file, 'utf8') === text).toBe(true);
   });
 });

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fsyncSync, ftruncateSync, openSync, readSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { ConfigError, InternalError, SluiceError } from '../../core/index.ts';
 import { fsyncDirectory } from './part-file-commit.ts';
@@ -75,6 +75,7 @@ export function checkAppendTarget(target: string, label: string, owner: string |
 /** Creates `target` empty (owner record first) if it does not exist yet, so a committed job always leaves its file. */
 function ensureTarget(c: AppendCommittable): void {
   if (existsSync(c.target)) return;
+  mkdirSync(dirname(c.target), { recursive: true });
   writeOwnerRecord(c.target, { kind: 'appended', owner: c.owner } satisfies AppendOwnerRecord);
   closeSync(openSync(c.target, 'a', 0o600));
 }

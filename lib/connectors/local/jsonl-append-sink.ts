@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { ConfigError } from '../../core/index.ts';
 import type { RecordBatch } from '../../core/index.ts';
@@ -56,6 +56,11 @@ export function jsonlAppendSink<T>(options: JsonlAppendSinkOptions<T>): JsonlApp
       if (ctx.parallelism !== 1) throw new ConfigError(`${ctx.operatorName}: ${label} is one file; give its sink parallelism 1, got ${ctx.parallelism}`);
       const attempt = writerAttempt(ctx.attempt);
       owner ??= attempt;
+      try {
+        mkdirSync(dirname(target), { recursive: true });
+      } catch (err) {
+        throw new ConfigError(`${label} ${target}: cannot create its directory: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      }
       return new AppendWriter<T>(target, owner, attempt, format);
     },
     createCommitter(): Committer<AppendCommittable> {

@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs';
 import { ConfigError } from '../../core/index.ts';
 import type { Committer, SinkContext, TwoPhaseCommitSink } from '../sink.ts';
 import { JsonlFileCommitter } from './jsonl-file-committer.ts';
@@ -70,6 +71,11 @@ export function jsonlFileSink<T>(options: JsonlFileSinkOptions<T>): JsonlFileSin
     twoPhaseCommit: true,
     createWriter(ctx: SinkContext): JsonlFileWriter<T> {
       checkOutputDirectory(dir, 'JSONL file sink: output directory');
+      try {
+        mkdirSync(dir, { recursive: true });
+      } catch (err) {
+        throw new ConfigError(`JSONL file sink: cannot create output directory "${dir}"`, { cause: err });
+      }
       return new JsonlFileWriter(config, ctx.subtask, writerAttempt(ctx.attempt), ctx.checkpointing !== false);
     },
     createCommitter(ctx: SinkContext): Committer<PartFileCommittable> {

@@ -1,4 +1,4 @@
-import { accessSync, constants, mkdirSync, realpathSync, statSync } from 'node:fs';
+import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, isAbsolute } from 'node:path';
 import { ConfigError } from '../../core/index.ts';
 
@@ -34,7 +34,7 @@ function isSameOrInside(path: string, container: string): boolean {
 /**
  * Checks, before a job writes anything, that `path` can be an output file: not a directory, not one of the job's
  * inputs (after resolving symlinks) nor inside an input directory, and its directory exists or can be created and
- * is writable. Throws a ConfigError naming the flag, the path and the OS cause, so the command exits 2 instead of
+ * is writable. Creates nothing. Throws a ConfigError naming the flag, the path and the OS cause, so the command exits 2 instead of
  * destroying a file or failing half-way. Whether an existing file may be appended to is the writer's decision.
  */
 export function checkOutputFile(check: OutputFileCheck): void {
@@ -57,16 +57,39 @@ export function checkOutputFile(check: OutputFileCheck): void {
   }
   if (info?.isDirectory() === true) throw new ConfigError(`${label} ${path} is a directory; give the path of a file (it need not exist)`);
   if (info !== undefined && !info.isFile()) throw new ConfigError(`${label} ${path} is not a regular file; give the path of a file`);
-  const dir = dirname(resolve(path));
-  try {
-    mkdirSync(dir, { recursive: true });
-    accessSync(dir, constants.W_OK);
-  } catch (err) {
-    throw new ConfigError(`${label} ${path}: cannot write in its directory ${dir}: ${osReason(err)}`, { cause: err });
+  const problem = writableDirectoryProblem(dirname(resolve(path)));
+  if (problem !== undefined) throw new ConfigError(`${label} ${path} cannot be written: ${problem.reason}`, { cause: problem.cause });
+}
+
+/**
+ * Why files cannot be created in `dir` (undefined when they can): it, or the nearest ancestor that exists (the
+ * folders in between would be created), is not a directory or not writable. Creates nothing.
+ */
+function writableDirectoryProblem(dir: string): { reason: string; cause: unknown } | undefined {
+  let current = resolve(dir);
+  for (;;) {
+    let info;
+    try {
+      info = statSync(current);
+    } catch (err) {
+      const parent = dirname(current);
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && parent !== current) {
+        current = parent;
+        continue;
+      }
+      return { reason: osReason(err), cause: err };
+    }
+    if (!info.isDirectory()) return { reason: `${current} is not a directory (ENOTDIR)`, cause: undefined };
+    try {
+      accessSync(current, constants.W_OK);
+      return undefined;
+    } catch (err) {
+      return { reason: osReason(err), cause: err };
+    }
   }
 }
 
-/** Like `checkOutputFile` for an output directory: it may exist (as a directory), be created, and be written. */
+/** Like `checkOutputFile` for an output directory: it exists as a writable directory or can be created. Creates nothing. */
 export function checkOutputDirectory(path: string, label: string): void {
   let info;
   try {
@@ -75,10 +98,6 @@ export function checkOutputDirectory(path: string, label: string): void {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new ConfigError(`${label} ${path} cannot be used: ${osReason(err)}`, { cause: err });
   }
   if (info !== undefined && !info.isDirectory()) throw new ConfigError(`${label} ${path} is a file, not a directory; give a directory path (it need not exist)`);
-  try {
-    mkdirSync(path, { recursive: true });
-    accessSync(path, constants.W_OK);
-  } catch (err) {
-    throw new ConfigError(`${label} ${path} cannot be written: ${osReason(err)}`, { cause: err });
-  }
+  const problem = writableDirectoryProblem(path);
+  if (problem !== undefined) throw new ConfigError(`${label} ${path} cannot be written: ${problem.reason}`, { cause: problem.cause });
 }
