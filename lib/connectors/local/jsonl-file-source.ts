@@ -1,9 +1,10 @@
-import { ConfigError, NO_TIMESTAMP } from '../../core/index.ts';
+import { ConfigError, InternalError, NO_TIMESTAMP } from '../../core/index.ts';
 import type { PollResult, Source, SourceReader, SourceReaderContext, SplitEnumeratorContext } from '../source.ts';
 import { DeadLetterFile, checkDeadLetterTarget } from './dead-letter-file.ts';
 import { listInputFiles, planFollowSplits, planRangeSplits } from './jsonl-file-split.ts';
 import type { JsonlFileSplit } from './jsonl-file-split.ts';
 import { JsonlSplitReader } from './jsonl-split-reader.ts';
+import { readLineAt } from './jsonl-line-at.ts';
 import type { JsonlSourceCounters } from './jsonl-split-reader.ts';
 
 export interface JsonlFollowOptions {
@@ -97,6 +98,12 @@ function compile<T>(options: JsonlFileSourceOptions<T>): CompiledOptions<T> {
 /** A JSONL source reader; `counters` cover all its splits. */
 export interface JsonlFileReader<T> extends SourceReader<T, JsonlFileSplit> {
   readonly counters: Readonly<JsonlSourceCounters>;
+  /**
+   * Sends the record that starts at byte `offset` of split `split` (a batch's split and offset) to the dead-letter
+   * file with `reason`, as for a malformed line: for records rejected after the read (an invalid timestamp, say).
+   * False when there is no dead-letter file: the caller must then fail, naming the record's origin.
+   */
+  deadLetter(split: string, offset: number, reason: string): boolean;
 }
 
 /** The JSONL source, with its reader type spelled out (handy when driving readers directly). */
@@ -134,6 +141,8 @@ class JsonlReader<T> implements JsonlFileReader<T> {
   private readonly pending: JsonlFileSplit[];
   private readonly active: JsonlSplitReader<T>[] = [];
   private readonly deadLetters: DeadLetterFile | undefined;
+  /** Input file of every split this reader was given, by split id. */
+  private readonly splitPaths: Map<string, string>;
   /** Follow mode rotates among files so that one busy file does not starve the others. */
   private cursor = 0;
 
@@ -143,6 +152,7 @@ class JsonlReader<T> implements JsonlFileReader<T> {
     private readonly opts: CompiledOptions<T>,
   ) {
     this.pending = [...splits];
+    this.splitPaths = new Map(splits.map((s) => [s.id, s.path]));
     this.deadLetters =
       opts.deadLetterPath === undefined ? undefined : new DeadLetterFile(opts.deadLetterPath, { label: opts.deadLetterLabel, input: opts.path });
     // Follow mode reads all files side by side; bounded mode opens one split at a time.
@@ -182,6 +192,16 @@ class JsonlReader<T> implements JsonlFileReader<T> {
     // The letters of the lines before these positions must outlive a crash once the checkpoint completes.
     if (checkpointId !== undefined) this.deadLetters?.sync();
     return [...this.active.map((r) => r.position()), ...this.pending];
+  }
+
+  deadLetter(split: string, offset: number, reason: string): boolean {
+    if (this.deadLetters === undefined) return false;
+    const file = this.splitPaths.get(split);
+    if (file === undefined) throw new InternalError(`JSONL source: no split "${split}" in this reader (dead letter at offset ${offset})`);
+    const { raw, line } = readLineAt(file, offset);
+    this.counters.deadLetters++;
+    this.deadLetters.append({ file, line, offset, error: reason, raw });
+    return true;
   }
 
   close(): void {

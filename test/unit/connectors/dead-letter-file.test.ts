@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DeadLetterFile } from '../../../lib/connectors/local/dead-letter-file.ts';
+import { jsonlFileSource } from '../../../lib/connectors/local/index.ts';
+import { drainReader, readerContext } from './drain-source.ts';
 
 let dir: string;
 let input: string;
@@ -52,5 +54,28 @@ describe('DeadLetterFile', () => {
     expect(() => new DeadLetterFile(input, { input, label: '--dead-letter' })).toThrow(/is the job's input/);
     expect(() => new DeadLetterFile(dir, { input: join(dir, 'x.jsonl'), label: '--dead-letter' })).toThrow(/is a directory/);
     expect(readFileSync(input, 'utf8')).toBe('x\n');
+  });
+});
+
+describe('JSONL source: a record rejected after the read goes to the dead letters in one call', () => {
+  it('writes the line at the record\'s offset with the reason, or says there is no dead-letter file', async () => {
+    const text = '{"ts":1}\r\n{"ts":1e300}\n\n{"ts":3}\n';
+    writeFileSync(input, text);
+    const deadLetterPath = join(dir, 'dead.jsonl');
+    const source = jsonlFileSource<{ ts: number }>({ path: input, deadLetterPath, deadLetterLabel: '--dead-letter' });
+    const reader = source.createReader(await source.createSplits({ parallelism: 1 }), readerContext(0, 1));
+    const records = await drainReader(reader);
+    const bad = records.find((r) => r.value.ts === 1e300)!;
+    expect(reader.deadLetter(bad.split, bad.offset, 'timestamp out of range')).toBe(true);
+    reader.close();
+    expect(lines(deadLetterPath).map((l) => JSON.parse(l) as unknown)).toEqual([
+      { file: input, line: 2, offset: text.indexOf('{"ts":1e300}'), error: 'timestamp out of range', raw: '{"ts":1e300}' },
+    ]);
+    expect(reader.counters.deadLetters).toBe(1);
+
+    const without = jsonlFileSource<{ ts: number }>({ path: input });
+    const plain = without.createReader(await without.createSplits({ parallelism: 1 }), readerContext(0, 1));
+    expect(plain.deadLetter(bad.split, bad.offset, 'timestamp out of range')).toBe(false);
+    plain.close();
   });
 });
