@@ -1,5 +1,5 @@
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, unlinkSync, writeSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { ConfigError } from '../../core/index.ts';
 import type { RecordBatch } from '../../core/index.ts';
 import type { Committer, SinkContext, TwoPhaseCommitSink, TwoPhaseCommitSinkWriter } from '../sink.ts';
@@ -39,10 +39,11 @@ const FLUSH_CHARS = 64 * 1024;
  * created. Parallelism 1 (one file).
  */
 export function jsonlAppendSink<T>(options: JsonlAppendSinkOptions<T>): JsonlAppendSink<T> {
-  const target = options.path;
-  if (typeof target !== 'string' || target.length === 0) throw new ConfigError('JSONL append sink: `path` is required');
+  if (typeof options.path !== 'string' || options.path.length === 0) throw new ConfigError('JSONL append sink: `path` is required');
   const label = options.label ?? 'path';
-  checkOutputFile({ path: target, label, inputs: options.inputs ?? [] });
+  checkOutputFile({ path: options.path, label, inputs: options.inputs ?? [] });
+  // Absolute: committables in checkpoints name it, and a rerun from another working directory must find it.
+  const target = resolve(options.path);
   // A file without an owner record is nobody's output: refuse it now, before the job starts. Whether this run
   // continues the owner's checkpoints is known only when the sink opens (`checkAppendTarget`).
   if (existsSync(target) && readOwnerRecord<Partial<AppendOwnerRecord>>(target)?.kind !== 'appended') checkAppendTarget(target, label, undefined);
@@ -67,6 +68,12 @@ export function jsonlAppendSink<T>(options: JsonlAppendSinkOptions<T>): JsonlApp
       let first = true;
       return {
         commit(committables: readonly AppendCommittable[]): void {
+          const elsewhere = committables.find((c) => typeof c === 'object' && c !== null && c.target !== target);
+          if (elsewhere !== undefined) {
+            throw new ConfigError(
+              `${label}: the restored checkpoint writes to ${String(elsewhere.target)}, this run to ${target}; give the same file to continue the job (or start it afresh)`,
+            );
+          }
           for (const c of committables) assertAppendCommittable(c, target);
           if (first) {
             // The runtime commits the restored checkpoint's committables first (none for a fresh start).

@@ -93,6 +93,14 @@ describe('jsonlAppendSink', () => {
     expect(() => jsonlAppendSink({ path: join(dir, 'late.jsonl'), label: '--late-output', inputs: [dir] })).toThrow(/inside the job's input directory/);
   });
 
+  it('refuses to continue a checkpoint that writes another file', async () => {
+    const first = await open(join(dir, 'late.jsonl'), 'a1', []);
+    await first.writer.write(batch([1]));
+    const c1 = await first.writer.prepareCommit(1);
+    await expect(open(join(dir, 'other.jsonl'), 'a2', c1)).rejects.toThrow(ConfigError);
+    await expect(open(join(dir, 'other.jsonl'), 'a2', c1)).rejects.toThrow(/restored checkpoint writes to .*late\.jsonl, this run to .*other\.jsonl/);
+  });
+
   it('keeps the owner record beside the file', async () => {
     const path = join(dir, 'late.jsonl');
     const run = await open(path, 'a1', []);
