@@ -1,5 +1,5 @@
 import { accessSync, constants, realpathSync, statSync } from 'node:fs';
-import { basename, dirname, join, relative, resolve, isAbsolute } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { ConfigError } from '../../core/index.ts';
 
 export interface OutputFileCheck {
@@ -28,22 +28,34 @@ export function realPathOf(path: string): string {
 
 function isSameOrInside(path: string, container: string): boolean {
   const rel = relative(container, path);
-  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
+}
+
+/** Whether two paths are the same existing file under different names (hard links). */
+function isSameFile(a: string, b: string): boolean {
+  try {
+    const x = statSync(a);
+    const y = statSync(b);
+    return x.isFile() && x.ino === y.ino && x.dev === y.dev;
+  } catch {
+    return false;
+  }
 }
 
 /**
  * Checks, before a job writes anything, that `path` can be an output file: not a directory, not one of the job's
- * inputs (after resolving symlinks) nor inside an input directory, and its directory exists or can be created and
- * is writable. Creates nothing. Throws a ConfigError naming the flag, the path and the OS cause, so the command exits 2 instead of
- * destroying a file or failing half-way. Whether an existing file may be appended to is the writer's decision.
+ * inputs (after resolving symlinks and hard links) nor inside an input directory, and its directory exists or can
+ * be created and is writable. Creates nothing. Throws a ConfigError naming the flag, the path and the OS cause, so
+ * the command exits 2 instead of destroying a file or failing half-way. Whether an existing file may be appended
+ * to is the writer's decision.
  */
 export function checkOutputFile(check: OutputFileCheck): void {
   const { path, label } = check;
   const target = realPathOf(path);
   for (const input of check.inputs ?? []) {
     const source = realPathOf(input);
-    if (isSameOrInside(target, source)) {
-      const what = target === source ? 'is the job\'s input' : `is inside the job's input directory ${input}`;
+    if (isSameOrInside(target, source) || isSameFile(target, source)) {
+      const what = target === source || isSameFile(target, source) ? 'is the job\'s input' : `is inside the job's input directory ${input}`;
       throw new ConfigError(`${label} ${path} ${what}; writing it would destroy or feed back into the input. Give a path outside the input.`);
     }
   }

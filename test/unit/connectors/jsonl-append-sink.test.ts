@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { appendFileSync, existsSync, linkSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -91,6 +91,10 @@ describe('jsonlAppendSink', () => {
     expect(() => jsonlAppendSink({ path: dir, label: '--late-output' })).toThrow(/is a directory/);
     expect(() => jsonlAppendSink({ path: join(dir, 'in.jsonl'), label: '--late-output', inputs: [join(dir, 'in.jsonl')] })).toThrow(/is the job's input/);
     expect(() => jsonlAppendSink({ path: join(dir, 'late.jsonl'), label: '--late-output', inputs: [dir] })).toThrow(/inside the job's input directory/);
+    expect(() => jsonlAppendSink({ path: join(dir, '..late.jsonl'), label: '--late-output', inputs: [dir] })).toThrow(/inside the job's input directory/);
+    linkSync(join(dir, 'in.jsonl'), join(dir, 'hard-link.jsonl'));
+    expect(() => jsonlAppendSink({ path: join(dir, 'hard-link.jsonl'), label: '--late-output', inputs: [join(dir, 'in.jsonl')] })).toThrow(/is the job's input/);
+    expect(readFileSync(join(dir, 'in.jsonl'), 'utf8')).toBe('{}\n');
   });
 
   it('refuses to continue a checkpoint that writes another file', async () => {
