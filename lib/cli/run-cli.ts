@@ -150,9 +150,14 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Ex
   const jobOptions = common === undefined ? undefined : check(() => toJobOptions(common));
   const settings = common === undefined ? undefined : check(() => toRunSettings(common));
   const flags = check(() => parseFlagValues(job.flags, raw.job));
-  if (settings !== undefined) check(() => checkRunDirectories(settings));
-  if (jobOptions === undefined || flags === undefined || settings === undefined || problems.length > 0) {
+  if (jobOptions === undefined || flags === undefined || settings === undefined) {
     printLines([...problems.map((p) => `error: ${p}`), `(run "sluice run ${jobArg} --help" to list the flags)`]);
+    return ExitCode.usage;
+  }
+  // The flags are well-formed; the folders they name must also be usable (the message says how, no help needed).
+  check(() => checkRunDirectories(settings));
+  if (problems.length > 0) {
+    printLines(problems.map((p) => `error: ${p}`));
     return ExitCode.usage;
   }
 
