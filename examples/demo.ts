@@ -2,9 +2,12 @@
  * `npm start`: generates a day's worth of card transactions, runs examples/fraud-detection.ts on them at
  * parallelism 2 on worker threads (the code path of `sluice run`), and prints what came out.
  * Everything goes to ./.sluice/demo, which is recreated on every run.
+ *
+ * `npm start -- --write-input FILE`: only writes the transactions to FILE (which must not exist yet), as input for
+ * `npx sluice run examples/fraud-detection.ts --input FILE ...`.
  */
-import { closeSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runOnThreads } from 'sluice';
 import type { AccountWindowTotal } from './fraud-detection.ts';
@@ -44,14 +47,15 @@ function random(seed: number): () => number {
  * window operator's watermark is the minimum over the subtasks, so only the subtask reading the earlier half can
  * make an event late. Two lines are malformed.
  */
-function generateInput(): { lines: number } {
+function generateInput(path: string): { lines: number } {
   const next = random(7);
   const lateAt = new Set(Array.from({ length: LATE }, (_, k) => Math.floor(RECORDS * (0.15 + (0.3 * k) / LATE))));
   const malformedAt = new Map([
     [123_456, '{"account":"a-1","amountCents":"12.50","ts":1704067323456}'],
     [654_321, '{"account":"a-2","amou'],
   ]);
-  const fd = openSync(paths.input, 'w');
+  // 'wx': never overwrite a file that is already there.
+  const fd = openSync(path, 'wx');
   let chunk = '';
   let lines = 0;
   const emit = (line: string): void => {
@@ -95,12 +99,37 @@ const count = (n: number): string => n.toLocaleString('en-US');
 const dollars = (cents: number): string => `$${(cents / 100).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
 const show = (path: string): string => relative(process.cwd(), path) || '.';
 
+/** The value of `--write-input FILE` (or `--write-input=FILE`), if given; any other argument is a mistake. */
+function writeInputArgument(args: readonly string[]): string | undefined {
+  if (args.length === 0) return undefined;
+  const [flag, value] = args[0]!.includes('=') ? args[0]!.split(/=(.*)/s) : [args[0], args[1]];
+  const rest = args[0]!.includes('=') ? args.slice(1) : args.slice(2);
+  if (flag !== '--write-input' || value === undefined || value === '' || rest.length > 0) {
+    console.error('usage: npm start [-- --write-input FILE]');
+    process.exit(2);
+  }
+  return value;
+}
+
+const writeInput = writeInputArgument(process.argv.slice(2));
+if (writeInput !== undefined) {
+  if (existsSync(writeInput)) {
+    console.error(`error: ${writeInput} already exists; give a new file name (nothing was written)`);
+    process.exit(2);
+  }
+  mkdirSync(dirname(resolve(writeInput)), { recursive: true });
+  const { lines } = generateInput(writeInput);
+  console.log(`Wrote ${count(lines)} lines (${count(RECORDS)} transactions, ${LATE} of them late, 2 malformed) to ${writeInput}`);
+  console.log(`Run: npx sluice run examples/fraud-detection.ts --input ${writeInput} --output out/`);
+  process.exit(0);
+}
+
 rmSync(demoDir, { recursive: true, force: true });
 mkdirSync(demoDir, { recursive: true });
 
 console.log(`Generating ${count(RECORDS)} transactions of ${count(ACCOUNTS)} accounts...`);
 const generatedAt = Date.now();
-const { lines } = generateInput();
+const { lines } = generateInput(paths.input);
 console.log(`  ${count(lines)} lines in ${show(paths.input)} (${((Date.now() - generatedAt) / 1000).toFixed(1)} s)`);
 
 console.log('Running examples/fraud-detection.ts at parallelism 2 (worker threads)...');

@@ -16,11 +16,15 @@
  * --dead-letter as {"file","line","offset","error","raw"}; without it they are skipped, and each input split prints
  * their count on stderr. A window total leaving ±(2^53 - 1) cents fails the job, naming the account, rather than
  * be rounded. Neither file defaults to a path inside DIR, so DIR can be read as the input of another job.
+ * Both are exactly once across crashes and reruns (with --checkpoint-dir), and neither overwrites a file: an
+ * existing --late-output is refused unless it is this job's own, continued from its checkpoints; an existing
+ * --dead-letter unless it holds the dead letters of the same input. Neither may be the input or inside it.
  */
 import {
   OutputTag,
   TumblingEventTimeWindows,
   WatermarkStrategy,
+  checkOutputDirectory,
   defineJob,
   invalidTimestampReason,
   jsonlFileSink,
@@ -116,16 +120,19 @@ export default defineJob({
     windowMs: { type: 'number', integer: true, min: 1, default: 10000, description: 'window size in ms' },
     lateOutput: {
       type: 'string',
-      description: 'JSONL file for late events (the original records); default: count them on stderr only',
+      description:
+        'JSONL file for late events (the original records), committed with each checkpoint; must not exist unless it is this job\'s own (same --checkpoint-dir); default: count them on stderr only',
     },
     deadLetter: {
       type: 'string',
-      description: 'JSONL file for malformed input lines, with file and line number; default: count them on stderr only',
+      description:
+        'JSONL file for malformed input lines, with file and line number, each once; must not exist unless it holds the dead letters of the same input; default: count them on stderr only',
     },
   },
   build(env, flags) {
+    checkOutputDirectory(flags.output, '--output');
     const transactions = env.fromSource(
-      jsonlFileSource<Transaction>({ path: flags.input, deadLetterPath: flags.deadLetter, parse: parseTransaction }),
+      jsonlFileSource<Transaction>({ path: flags.input, deadLetterPath: flags.deadLetter, deadLetterLabel: '--dead-letter', parse: parseTransaction }),
       WatermarkStrategy.forBoundedOutOfOrderness<Transaction>(flags.maxDelayMs).withTimestampAssigner((t) => t.ts),
       'transactions',
     );
@@ -139,7 +146,13 @@ export default defineJob({
     totals
       .getSideOutput(late)
       .sinkTo(
-        lateEventsSink<Transaction>({ jobName: 'fraud-detection', path: flags.lateOutput, keepHint: 'pass --late-output FILE to keep them' }),
+        lateEventsSink<Transaction>({
+          jobName: 'fraud-detection',
+          path: flags.lateOutput,
+          label: '--late-output',
+          inputs: [flags.input],
+          keepHint: 'pass --late-output FILE to keep them',
+        }),
         'late events',
       )
       .setParallelism(1);

@@ -16,6 +16,7 @@ import { flagLabel } from './flag-names.ts';
 import { checkFlagSpecs } from './flag-specs.ts';
 import { FlagValueError, parseFlagValues } from './flag-values.ts';
 import { toRunSettings, type RunSettings } from './run-settings.ts';
+import { checkRunDirectories } from './path-checks.ts';
 import { isRemoteLocation } from '../runtime/checkpointing/open-checkpoint-storage.ts';
 import { findJobArgument } from './job-argument.ts';
 import { buildProgram, type RunRequest } from './program.ts';
@@ -166,6 +167,12 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Ex
   const flags = check(() => parseFlagValues(job.flags, raw.job));
   if (jobOptions === undefined || flags === undefined || settings === undefined) {
     printLines([...problems.map((p) => `error: ${p}`), `(run "sluice run ${jobArg} --help" to list the flags)`]);
+    return ExitCode.usage;
+  }
+  // The flags are well-formed; the folders they name must also be usable (the message says how, no help needed).
+  check(() => checkRunDirectories(settings));
+  if (problems.length > 0) {
+    printLines(problems.map((p) => `error: ${p}`));
     return ExitCode.usage;
   }
 

@@ -3,6 +3,12 @@ export type { JsonlFileSource, JsonlFileSourceOptions, JsonlFollowOptions, Jsonl
 export type { JsonlFileSplit } from './jsonl-file-split.ts';
 export type { JsonlSourceCounters } from './jsonl-split-reader.ts';
 export type { DeadLetter } from './dead-letter-file.ts';
+export { jsonlAppendSink } from './jsonl-append-sink.ts';
+export type { JsonlAppendSink, JsonlAppendSinkOptions } from './jsonl-append-sink.ts';
+export type { AppendCommittable } from './append-file-commit.ts';
+export { AppendCommitError } from './append-file-commit.ts';
+export { checkOutputFile, checkOutputDirectory } from './output-file-checks.ts';
+export type { OutputFileCheck } from './output-file-checks.ts';
 export { generatorSource } from './generator-source.ts';
 export type {
   GeneratorSource,

@@ -5,6 +5,7 @@ import type { Committer, SinkContext, TwoPhaseCommitSink } from '../sink.ts';
 import { JsonlFileCommitter } from './jsonl-file-committer.ts';
 import { JsonlFileWriter } from './jsonl-file-writer.ts';
 import type { PartFileCommittable } from './part-file.ts';
+import { checkOutputDirectory } from './output-file-checks.ts';
 import { cleanUpInProgressLeftovers } from './part-file-cleanup.ts';
 import { checkedAttempt, writerAttempt } from './part-file-names.ts';
 
@@ -72,6 +73,7 @@ export function jsonlFileSink<T>(options: JsonlFileSinkOptions<T>): JsonlFileSin
     name: options.name ?? `jsonl:${dir}`,
     twoPhaseCommit: true,
     createWriter(ctx: SinkContext): JsonlFileWriter<T> {
+      checkOutputDirectory(dir, 'JSONL file sink: output directory');
       try {
         mkdirSync(dir, { recursive: true });
       } catch (err) {

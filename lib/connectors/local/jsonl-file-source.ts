@@ -1,6 +1,6 @@
-import { ConfigError, NO_TIMESTAMP } from '../../core/index.ts';
+import { ConfigError, InternalError, NO_TIMESTAMP } from '../../core/index.ts';
 import type { PollResult, Source, SourceReader, SourceReaderContext, SplitEnumeratorContext } from '../source.ts';
-import { DeadLetterFile } from './dead-letter-file.ts';
+import { DeadLetterFile, checkDeadLetterTarget } from './dead-letter-file.ts';
 import { listInputFiles, planFollowSplits, planRangeSplits } from './jsonl-file-split.ts';
 import type { JsonlFileSplit } from './jsonl-file-split.ts';
 import { JsonlSplitReader } from './jsonl-split-reader.ts';
@@ -21,8 +21,12 @@ export interface JsonlFileSourceOptions<T> {
    * assigned an invalid event timestamp) as JSON lines
    * `{"file", "line", "offset", "error", "raw"}`; the job goes on. Several subtasks may share it.
    * @default undefined: malformed lines are counted and logged to stderr once per split, with the count.
+   * The path may not be the input, lie inside an input directory, or be a directory; an existing file is refused
+   * unless it is the dead-letter file of this same input (then a rerun, e.g. after a crash, adds each letter once).
    */
   readonly deadLetterPath?: string;
+  /** How the user sets `deadLetterPath`, for messages (e.g. the job's flag `--dead-letter`). @default 'deadLetterPath' */
+  readonly deadLetterLabel?: string;
   /**
    * Validates or transforms each parsed line; throwing rejects the line to the dead letters.
    * @default the JSON.parse result as is
@@ -49,6 +53,7 @@ const DEFAULT_POLL_INTERVAL_MS = 200;
 interface CompiledOptions<T> {
   readonly path: string;
   readonly deadLetterPath: string | undefined;
+  readonly deadLetterLabel: string;
   readonly parse: ((value: unknown) => T) | undefined;
   readonly follow: { readonly pollIntervalMs: number; readonly idleTimeoutMs: number | undefined } | undefined;
   readonly splitSizeBytes: number;
@@ -76,9 +81,13 @@ function compile<T>(options: JsonlFileSourceOptions<T>): CompiledOptions<T> {
     }
     follow = { pollIntervalMs, idleTimeoutMs: idle };
   }
+  const deadLetterLabel = options.deadLetterLabel ?? 'deadLetterPath';
+  // Checked when the job is built, so a wrong path stops it before it starts.
+  if (options.deadLetterPath !== undefined) checkDeadLetterTarget(options.deadLetterPath, deadLetterLabel, options.path);
   return {
     path: options.path,
     deadLetterPath: options.deadLetterPath,
+    deadLetterLabel,
     parse: options.parse,
     follow,
     splitSizeBytes: positiveInteger('splitSizeBytes', options.splitSizeBytes, DEFAULT_SPLIT_SIZE),
@@ -89,6 +98,12 @@ function compile<T>(options: JsonlFileSourceOptions<T>): CompiledOptions<T> {
 /** A JSONL source reader; `counters` cover all its splits. */
 export interface JsonlFileReader<T> extends SourceReader<T, JsonlFileSplit> {
   readonly counters: Readonly<JsonlSourceCounters>;
+  /**
+   * Sends the record that starts at byte `offset` of split `split`, from the batch the last `poll` returned, to the
+   * dead-letter file with `reason`, as for a malformed line: for records rejected after the read (an invalid
+   * timestamp, say). False when there is no dead-letter file: the caller must then fail, naming the record's origin.
+   */
+  rejectRecord(split: string, offset: number, reason: string): boolean;
 }
 
 /** The JSONL source, with its reader type spelled out (handy when driving readers directly). */
@@ -137,7 +152,8 @@ class JsonlReader<T> implements JsonlFileReader<T> {
     private readonly opts: CompiledOptions<T>,
   ) {
     this.pending = [...splits];
-    this.deadLetters = opts.deadLetterPath === undefined ? undefined : new DeadLetterFile(opts.deadLetterPath);
+    this.deadLetters =
+      opts.deadLetterPath === undefined ? undefined : new DeadLetterFile(opts.deadLetterPath, { label: opts.deadLetterLabel, input: opts.path });
     // Follow mode reads all files side by side; bounded mode opens one split at a time.
     if (opts.follow !== undefined) while (this.pending.length > 0) this.openNext();
   }
@@ -178,7 +194,9 @@ class JsonlReader<T> implements JsonlFileReader<T> {
     return reader !== undefined && reader.split.id === split && reader.rejectRecord(offset, reason);
   }
 
-  currentSplits(): JsonlFileSplit[] {
+  currentSplits(checkpointId?: number): JsonlFileSplit[] {
+    // The letters of the lines before these positions must outlive a crash once the checkpoint completes.
+    if (checkpointId !== undefined) this.deadLetters?.sync();
     return [...this.active.map((r) => r.position()), ...this.pending];
   }
 
@@ -195,6 +213,7 @@ class JsonlReader<T> implements JsonlFileReader<T> {
         parse: this.opts.parse,
         readChunkBytes: this.opts.readChunkBytes,
         deadLetters: this.deadLetters,
+        deadLetterLabel: this.opts.deadLetterLabel,
         counters: this.counters,
         clock: this.ctx.clock,
         idleTimeoutMs: this.opts.follow?.idleTimeoutMs,

@@ -18,6 +18,8 @@ export interface JsonlSplitReaderOptions<T> {
   readonly parse: ((value: unknown) => T) | undefined;
   readonly readChunkBytes: number;
   readonly deadLetters: DeadLetterFile | undefined;
+  /** How the user sets the dead-letter file, named in the hint when malformed lines are only counted. */
+  readonly deadLetterLabel: string;
   readonly counters: JsonlSourceCounters;
   readonly clock: Clock;
   /** Follow mode only: end the split after this long without growth (undefined: never). */
@@ -340,8 +342,13 @@ export class JsonlSplitReader<T> {
       process.stderr.write(
         `sluice: JSONL source skipped ${this.malformed} malformed line(s) in split ${this.split.id}` +
           (first === undefined ? '' : ` (first at byte offset ${first.offset}: ${first.error})`) +
-          '; set deadLetterPath to keep them\n',
+          `; ${keepHint(this.options.deadLetterLabel)}\n`,
       );
     }
   }
+}
+
+/** `--dead-letter` (a flag) reads "pass --dead-letter FILE"; an option name reads "set deadLetterPath". */
+function keepHint(label: string): string {
+  return label.startsWith('--') ? `pass ${label} FILE to keep them` : `set ${label} to keep them`;
 }

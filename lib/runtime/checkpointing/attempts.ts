@@ -1,3 +1,4 @@
+import { SluiceError } from '../../core/index.ts';
 import type { PhysicalPlan } from '../../graph/physical-plan.ts';
 import type { TaskId } from '../../checkpoint/types.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
@@ -10,6 +11,13 @@ export function allTasks(plan: PhysicalPlan): TaskId[] {
 
 export function sourceTasks(plan: PhysicalPlan): TaskId[] {
   return allTasks(plan).filter((t) => plan.vertices[t.vertex]!.source !== undefined);
+}
+
+/** Whether a job failure comes from a task that rejected its configuration (behind the runners' wrappers). */
+function isConfigError(err: unknown): boolean {
+  let current = err;
+  while (current instanceof SluiceError && current.code === 'JOB_FAILED' && current.cause !== undefined) current = current.cause;
+  return current instanceof SluiceError && current.code === 'CONFIG';
 }
 
 /**
@@ -33,7 +41,8 @@ export async function runAttempts<T>(options: {
     try {
       return await options.attempt(restoreFrom);
     } catch (err) {
-      const delay = restartDelay(options.strategy, attempt);
+      // A configuration error (a refused output file, a bad path) fails every attempt the same way: report it now.
+      const delay = isConfigError(err) ? undefined : restartDelay(options.strategy, attempt);
       if (delay === undefined) throw err;
       options.log(`job failed: ${err instanceof Error ? err.message : String(err)}; restart ${attempt} in ${delay} ms`);
       await new Promise((r) => setTimeout(r, delay));

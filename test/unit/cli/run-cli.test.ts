@@ -1,3 +1,6 @@
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { defineJob, type JobDefinition } from '../../../lib/api/job.ts';
 import { ExitCode } from '../../../lib/cli/exit-codes.ts';
@@ -50,6 +53,30 @@ function harness(options: { job?: JobDefinition; loadError?: unknown; runError?:
 const text = (chunks: string[]) => chunks.join('');
 
 describe('sluice run', () => {
+  it('exits 2 before running when a checkpoint, savepoint or state folder is a file or cannot be created', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-cli-dirs-'));
+    try {
+      const file = join(dir, 'a-file');
+      writeFileSync(file, 'x');
+      const cases: [string[], RegExp][] = [
+        [['--checkpoint-dir', file], /^error: --checkpoint-dir .*a-file is a file, not a directory/],
+        [['--checkpoint-dir', join(dir, 'ck'), '--savepoint-dir', join(file, 'sp')], /^error: --savepoint-dir .*a-file\/sp cannot be used: ENOTDIR/],
+        [['--state-backend', 'rocksdb', '--state-dir', file], /^error: --state-dir .*a-file is a file, not a directory/],
+      ];
+      for (const [flags, message] of cases) {
+        const h = harness();
+        const code = await runCli(['run', 'jobs/totals.ts', '--input', 'in.jsonl', ...flags], h.deps);
+        expect(code).toBe(ExitCode.usage);
+        expect(text(h.err)).toMatch(message);
+        expect(text(h.err)).not.toContain('--help');
+        expect(h.runs).toHaveLength(0);
+      }
+      expect(readdirSync(dir)).toEqual(['a-file']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('runs the job with typed flags and job options, then prints the summary', async () => {
     const h = harness();
     const code = await runCli(['run', 'jobs/totals.ts', '--input', 'in.jsonl', '--window-ms', '500', '--dry-run', '--parallelism', '3'], h.deps);
