@@ -1,4 +1,4 @@
-import { ConfigError, InternalError, NO_TIMESTAMP } from '../../core/index.ts';
+import { ConfigError, NO_TIMESTAMP } from '../../core/index.ts';
 import type { PollResult, Source, SourceReader, SourceReaderContext, SplitEnumeratorContext } from '../source.ts';
 import { DeadLetterFile, checkDeadLetterTarget } from './dead-letter-file.ts';
 import { listInputFiles, planFollowSplits, planRangeSplits } from './jsonl-file-split.ts';
