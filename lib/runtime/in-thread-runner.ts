@@ -96,6 +96,8 @@ export async function runInThisThread(env: StreamEnvironment, options: InThreadR
       const hub = new CheckpointHub(prepared.storage, driver);
       hub.onComplete((id) => tasks.forEach((t) => t.notifyCheckpointComplete(id)));
       tasks = deployTasks({ ...base, checkpoints: hub, attempt: randomUUID(), restored });
+      // Failing checkpoint storage fails the attempt: every task ends with its error.
+      void driver.failed.catch((err: unknown) => tasks.forEach((t) => t.cancel(err)));
       try {
         await runTasks(tasks);
         return summarize(started, tasks.map((t) => t.metrics));

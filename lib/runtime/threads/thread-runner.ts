@@ -261,7 +261,9 @@ async function runAttempt(setup: AttemptSetup): Promise<AttemptOutcome> {
   );
 
   try {
-    return await Promise.race([Promise.all(reports).then((metrics) => ({ metrics: metrics.flat() })), stopped]);
+    // Failing checkpoint storage fails the attempt even while every task still runs (or waits for its final checkpoint).
+    const checkpointingFailed = driver?.failed ?? new Promise<never>(() => {});
+    return await Promise.race([Promise.all(reports).then((metrics) => ({ metrics: metrics.flat() })), stopped, checkpointingFailed]);
   } catch (err) {
     // A task that fails after the stop's savepoint went to the sinks changes nothing: restoring it commits again.
     const savepoint = driver?.stoppedWithSavepoint;
