@@ -58,7 +58,8 @@ export const COMMON_FLAGS = {
   },
   stateDir: {
     type: 'string',
-    description: 'folder for RocksDB state (with --state-backend rocksdb; default ./sluice-state); kept across runs so a restart can reuse it (local recovery)',
+    description:
+      'folder for RocksDB state (with --state-backend rocksdb; default ./sluice-state); kept across runs so a restart can reuse it (local recovery); one running job per folder',
   },
   restPort: {
     type: 'number',
