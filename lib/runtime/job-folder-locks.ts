@@ -1,5 +1,6 @@
+import type { StorageLease } from '../storage/checkpoint-storage.ts';
 import { DirectoryLock } from '../storage/fs/directory-lock.ts';
-import { isRemoteLocation } from './checkpointing/open-checkpoint-storage.ts';
+import { isRemoteLocation, openCheckpointStorage } from './checkpointing/open-checkpoint-storage.ts';
 
 /** The locks a running job holds on its folders; released when the job ends (a killed job's are taken over). */
 export interface JobFolderLocks {
@@ -12,20 +13,30 @@ export interface JobFolderLocks {
  * and delete its checkpoints, and a second job on the same state folder could delete the first one's live
  * databases. One owner per state folder, as per checkpoint folder: jobs running side by side need their own
  * --state-dir, which keeps the rule simple to state and to check. Throws DirectoryInUseError (exit 2) naming the
- * running holder. Checkpoint folders on S3 are not locked here (see docs/checkpoints.md).
+ * running holder. A checkpoint location on S3 is leased through its storage (a DynamoDB item in the commit table);
+ * without a commit table it is not locked (see docs/checkpoints.md).
  */
 export async function lockJobFolders(folders: {
   readonly checkpointDir: string | undefined;
   /** The state directory of a RocksDB job; undefined on the memory backend. */
   readonly stateDir: string | undefined;
 }): Promise<JobFolderLocks> {
-  const held: DirectoryLock[] = [];
+  const held: StorageLease[] = [];
   const release = async (): Promise<void> => {
     for (const lock of held.splice(0).reverse()) await lock.release();
   };
   try {
     const { checkpointDir, stateDir } = folders;
-    if (checkpointDir !== undefined && !isRemoteLocation(checkpointDir)) {
+    if (checkpointDir !== undefined && isRemoteLocation(checkpointDir)) {
+      const storage = await openCheckpointStorage(checkpointDir);
+      const close = (): void => (storage as Partial<{ close(): void }>).close?.();
+      const lease = await storage.acquireLease?.().catch((err: unknown) => {
+        close();
+        throw err;
+      });
+      if (lease === undefined) close();
+      else held.push({ release: () => lease.release().finally(close) });
+    } else if (checkpointDir !== undefined) {
       held.push(
         await DirectoryLock.acquire(
           checkpointDir,

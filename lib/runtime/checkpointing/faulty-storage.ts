@@ -29,6 +29,10 @@ export class DiskFullFaults implements CheckpointStorage {
     return this.storage.writeTaskState(checkpointId, name, data);
   }
 
+  get acquireLease(): CheckpointStorage['acquireLease'] {
+    return this.storage.acquireLease?.bind(this.storage);
+  }
+
   readTaskState(path: string, expected: { bytes: number; sha256: string }): Promise<Uint8Array> {
     return this.storage.readTaskState(path, expected);
   }

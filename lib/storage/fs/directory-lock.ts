@@ -80,13 +80,7 @@ export class DirectoryLock {
     const refuse = (holder: LockHolder | undefined, why: string): DirectoryInUseError =>
       new DirectoryInUseError(`${what} is in use by another job: ${why} (lock file ${file}). ${advice}`, holder);
     if (heldHere.has(file)) throw refuse(undefined, `a job in this process (pid ${process.pid}) holds it`);
-    const mine: LockHolder = {
-      pid: process.pid,
-      host: hostname(),
-      since: Date.now(),
-      processStart: processStartTime(process.pid),
-      token: randomBytes(8).toString('hex'),
-    };
+    const mine = newLockHolder();
     // Claimed before the file exists, so a second job of this process starting meanwhile is refused above.
     heldHere.add(file);
     try {
@@ -129,6 +123,11 @@ export class DirectoryLock {
   }
 }
 
+/** This process as a new lock's holder. */
+export function newLockHolder(): LockHolder {
+  return { pid: process.pid, host: hostname(), since: Date.now(), processStart: processStartTime(process.pid), token: randomBytes(8).toString('hex') };
+}
+
 export function describeHolder(holder: LockHolder): string {
   return `pid ${holder.pid} on ${holder.host} since ${new Date(holder.since).toISOString()}`;
 }
@@ -167,8 +166,11 @@ async function readHolder(file: string): Promise<LockHolder | 'missing' | 'unrea
   }
 }
 
-/** `running`: its process runs on this host; `gone`: it does not; `elsewhere`: another host's, not checkable. */
-function holderState(holder: LockHolder): 'running' | 'gone' | 'elsewhere' {
+/**
+ * `running`: its process runs on this host; `gone`: it does not; `elsewhere`: another host's, not checkable.
+ * A holder with this process's pid is `gone` unless this process holds the lock (the caller checks that first).
+ */
+export function holderState(holder: LockHolder): 'running' | 'gone' | 'elsewhere' {
   if (holder.host !== hostname()) return 'elsewhere';
   if (holder.pid === process.pid) {
     // This process holds no such lock (heldHere): the file is from an earlier process that had the same pid.
@@ -207,7 +209,7 @@ function processStartTime(pid: number): string | undefined {
  */
 async function takeOver(file: string, staleToken: string | undefined): Promise<void> {
   const guard = `${file}.takeover`;
-  const me: LockHolder = { pid: process.pid, host: hostname(), since: Date.now(), processStart: processStartTime(process.pid), token: randomBytes(8).toString('hex') };
+  const me = newLockHolder();
   if (!(await createExclusively(guard, me))) {
     const other = await readHolder(guard);
     // A guard whose process is gone (killed during a takeover) is removed; a live one finishes its takeover.
