@@ -100,6 +100,8 @@ export class DirectoryLock {
       const holder = await readHolder(file);
       if (holder === 'missing') continue;
       if (holder !== 'unreadable') {
+        // The same folder under another path (a symlink) holds a lock of this process: that is a job of this process.
+        if ([...tokens.values()].includes(holder.token)) throw refuse(holder, `a job in this process (pid ${process.pid}) holds it`);
         const state = holderState(holder);
         if (state === 'running') throw refuse(holder, describeHolder(holder));
         if (state === 'elsewhere') {

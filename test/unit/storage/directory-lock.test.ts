@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -50,6 +50,15 @@ describe('DirectoryLock', () => {
     await lock.release();
     expect(existsSync(join(dir, LOCK_FILE_NAME))).toBe(false);
     await (await acquire(dir)).release();
+  });
+
+  it('refuses the same folder reached through a symlink while this process holds it', async () => {
+    const dir = freshDir();
+    const lock = await acquire(dir);
+    const alias = join(root, `alias-${dirs}`);
+    symlinkSync(dir, alias);
+    await expect(acquire(alias)).rejects.toThrow(/a job in this process/);
+    await lock.release();
   });
 
   it('of jobs starting at once in this process, exactly one gets the lock', async () => {
