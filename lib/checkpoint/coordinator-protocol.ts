@@ -55,7 +55,22 @@ export interface SavepointRejectedCommand {
   readonly reason: string;
 }
 
+/**
+ * More consecutive checkpoints failed than the options tolerate: fail the job (it restarts or fails as its restart
+ * strategy says). The coordinator has stopped: nothing is triggered any more.
+ */
+export interface FailJobCommand {
+  readonly kind: 'failJob';
+  /** Consecutive failed checkpoints, the last one included. */
+  readonly failures: number;
+  readonly tolerated: number;
+  readonly checkpointId: number;
+  /** Why the last checkpoint failed. */
+  readonly reason: string;
+}
+
 export type CoordinatorCommand =
+  | FailJobCommand
   | TriggerCommand
   | CommitMetadataCommand
   | NotifyCompleteCommand
@@ -103,7 +118,10 @@ export interface InFlightCheckpoint {
 }
 
 export interface CoordinatorState {
-  /** `stopped` after a task failed (the job restarts or fails); `finished` after the final checkpoint completed. */
+  /**
+   * `stopped` after a task failed or too many checkpoints failed in a row (the job restarts or fails); `finished`
+   * after the final checkpoint completed.
+   */
   readonly status: 'running' | 'stopped' | 'finished';
   readonly maxParallelism: number;
   /** Parallelism of each vertex in the plan, by vertex id. */
@@ -117,6 +135,11 @@ export interface CoordinatorState {
   readonly lastTriggerAt: number;
   /** Epoch ms at which the last checkpoint completed or was aborted. */
   readonly lastEndedAt: number | undefined;
+  /**
+   * Checkpoints (not savepoints) failed since the last completed one; the next trigger backs off accordingly.
+   * Absent in states stored before it existed: 0.
+   */
+  readonly consecutiveFailures?: number;
   readonly inFlight: InFlightCheckpoint | undefined;
   /** Savepoint requests waiting for the in-flight checkpoint to end, oldest first. */
   readonly queuedSavepoints: readonly number[];

@@ -21,8 +21,12 @@ import type { CheckpointMetadata, TaskId, TaskStateHandle } from './types.ts';
  * At most one checkpoint is in flight. Periodic checkpoints are triggered `intervalMs` after the previous trigger
  * and at least `minPauseMs` after the previous checkpoint ended. Savepoints are never skipped: one requested while
  * a checkpoint is in flight is queued and triggered as soon as it ends. When every source has finished, the final
- * checkpoint is triggered at once (or as soon as the in-flight one and queued savepoints are done), retried at once
- * if it fails, and no checkpoint follows it.
+ * checkpoint is triggered at once (or as soon as the in-flight one and queued savepoints are done), retried if it
+ * fails, and no checkpoint follows it.
+ *
+ * A failed final checkpoint is retried after a backoff that doubles with each consecutive failure; one failure
+ * more than `tolerableFailures` in a row emits `failJob` and stops the coordinator, so failing storage ends the job
+ * instead of being retried forever.
  */
 export interface CoordinatorInit {
   /** Every task of the physical plan; for each vertex, subtasks 0..parallelism-1. */
@@ -92,6 +96,7 @@ export class CheckpointCoordinator {
       lastCheckpointId,
       lastTriggerAt: init.now,
       lastEndedAt: undefined,
+      consecutiveFailures: 0,
       inFlight: undefined,
       queuedSavepoints: [],
       nextSavepointRequestId: 1,
@@ -138,7 +143,8 @@ export class CheckpointCoordinator {
       return s.inFlight.phase === 'acknowledging' ? Math.max(now, s.inFlight.triggeredAt + this.options.timeoutMs) : undefined;
     }
     if (s.status !== 'running') return undefined;
-    if (s.finalRequested || s.queuedSavepoints.length > 0) return now;
+    if (s.queuedSavepoints.length > 0) return now;
+    if (s.finalRequested) return Math.max(now, retryAt(this.options, s));
     return Math.max(now, nextPeriodicAt(this.options, s));
   }
 
@@ -194,7 +200,7 @@ export class CheckpointCoordinator {
   abort(checkpointId: number, reason: string, now: number): AbortStep {
     const { step, result } = this.run(now, (d, out) => {
       if (d.inFlight?.checkpointId !== checkpointId) return 'ignored' as const;
-      fail(d, now, out, reason);
+      fail(this.options, d, now, out, reason);
       startQueued(this.options, d, now, out);
       return 'aborted' as const;
     });
@@ -211,7 +217,7 @@ export class CheckpointCoordinator {
       if (d.status !== 'running') return;
       d.status = 'stopped';
       const why = `${describeTask(task)} failed: ${reason}`;
-      if (d.inFlight?.phase === 'acknowledging') fail(d, now, out, why);
+      if (d.inFlight?.phase === 'acknowledging') fail(this.options, d, now, out, why);
       rejectQueued(d, out, `the savepoint was not triggered because ${why}`);
     }).step;
   }
@@ -262,6 +268,7 @@ export class CheckpointCoordinator {
       }
       d.inFlight = undefined;
       d.lastEndedAt = now;
+      d.consecutiveFailures = 0;
       d.history = updateHistory(d.history, checkpointId, (e) => ({ ...e, status: 'completed', durationMs: now - f.triggeredAt }));
       if (d.status === 'running') out.push({ kind: 'notifyComplete', checkpointId, final: f.final });
       if (!f.savepoint) {
@@ -314,6 +321,23 @@ function nextPeriodicAt(options: CompiledCoordinatorOptions, s: CoordinatorState
   return Math.max(s.lastTriggerAt + options.intervalMs, afterPause);
 }
 
+/** After `n` consecutive failures: `failureBackoffMs * 2^(n-1)`, at most `maxFailureBackoffMs`. */
+export function backoffAfterFailures(options: CompiledCoordinatorOptions, failures: number): number {
+  if (failures <= 0) return 0;
+  // Capped exponent: 2^(n-1) overflows to Infinity for large n, and Infinity * 0 would be NaN.
+  return Math.min(options.maxFailureBackoffMs, options.failureBackoffMs * 2 ** Math.min(failures - 1, 52));
+}
+
+/**
+ * Earliest retry of the final checkpoint after failures; -Infinity when the last checkpoint did not fail. Periodic
+ * checkpoints keep to their interval (as in Flink): only the final one, which has no interval, needs the backoff.
+ */
+function retryAt(options: CompiledCoordinatorOptions, s: CoordinatorState): number {
+  const failures = s.consecutiveFailures ?? 0;
+  if (failures === 0 || s.lastEndedAt === undefined) return Number.NEGATIVE_INFINITY;
+  return s.lastEndedAt + backoffAfterFailures(options, failures);
+}
+
 function notRunningReason(status: CoordinatorState['status']): string {
   return status === 'finished' ? 'the job finished' : 'the job is stopping after a task failure';
 }
@@ -335,14 +359,27 @@ function expire(options: CompiledCoordinatorOptions, d: Draft, now: number, out:
   if (f?.phase !== 'acknowledging' || now < f.triggeredAt + options.timeoutMs) return;
   const first = f.waitingFor[0];
   const example = first === undefined ? '' : `, among them ${describeTask(first)}`;
-  fail(d, now, out, `checkpoint ${f.checkpointId} expired after ${options.timeoutMs} ms waiting for ${f.waitingFor.length} task(s)${example}`);
+  fail(options, d, now, out, `checkpoint ${f.checkpointId} expired after ${options.timeoutMs} ms waiting for ${f.waitingFor.length} task(s)${example}`);
   startQueued(options, d, now, out);
 }
 
-function fail(d: Draft, now: number, out: Out, reason: string): void {
+/**
+ * Aborts the in-flight checkpoint. While running, a failed checkpoint (not a savepoint) counts towards
+ * `tolerableFailures`; one too many stops the coordinator and fails the job.
+ */
+function fail(options: CompiledCoordinatorOptions, d: Draft, now: number, out: Out, reason: string): void {
   const f = d.inFlight;
   if (f === undefined) throw new InternalError('no checkpoint in flight to abort');
   out.push({ kind: 'abort', checkpointId: f.checkpointId, reason });
+  if (!f.savepoint && d.status === 'running') {
+    const failures = (d.consecutiveFailures ?? 0) + 1;
+    d.consecutiveFailures = failures;
+    if (failures > options.tolerableFailures) {
+      out.push({ kind: 'failJob', failures, tolerated: options.tolerableFailures, checkpointId: f.checkpointId, reason });
+      d.status = 'stopped';
+      rejectQueued(d, out, `the savepoint was not triggered because ${failures} checkpoints failed in a row`);
+    }
+  }
   d.history = updateHistory(d.history, f.checkpointId, (e) => ({
     ...e,
     status: 'failed',
@@ -358,14 +395,17 @@ function rejectQueued(d: Draft, out: Out, reason: string): void {
   d.queuedSavepoints = [];
 }
 
-/** Savepoints first, in request order, then the final checkpoint; each waits for nothing but the in-flight one. */
+/**
+ * Savepoints first, in request order, then the final checkpoint. A savepoint waits for nothing but the in-flight
+ * checkpoint; the final checkpoint also waits out the backoff after a failure.
+ */
 function startQueued(options: CompiledCoordinatorOptions, d: Draft, now: number, out: Out): void {
   if (d.inFlight !== undefined || d.status !== 'running') return;
   const [requestId, ...rest] = d.queuedSavepoints;
   if (requestId !== undefined) {
     d.queuedSavepoints = rest;
     trigger(options, d, now, out, true, false, requestId);
-  } else if (d.finalRequested) {
+  } else if (d.finalRequested && now >= retryAt(options, d)) {
     trigger(options, d, now, out, false, true, undefined);
   }
 }

@@ -30,6 +30,14 @@ export const COMMON_FLAGS = {
     default: 5000,
     description: 'time between checkpoints (with --checkpoint-dir)',
   },
+  tolerableCheckpointFailures: {
+    type: 'number',
+    integer: true,
+    min: 0,
+    default: 3,
+    description:
+      'consecutive failed checkpoints tolerated (e.g. the checkpoint folder unwritable or its disk full); one more fails the job (it restarts as --restart-strategy says, then exits 1 naming the cause); a completed checkpoint resets the count',
+  },
   fresh: {
     type: 'boolean',
     description: 'discard the checkpoints in --checkpoint-dir and start from the beginning (or from --restore)',
@@ -51,7 +59,8 @@ export const COMMON_FLAGS = {
   },
   stateDir: {
     type: 'string',
-    description: 'folder for RocksDB state (with --state-backend rocksdb; default ./sluice-state); kept across runs so a restart can reuse it (local recovery)',
+    description:
+      'folder for RocksDB state (with --state-backend rocksdb; default ./sluice-state); kept across runs so a restart can reuse it (local recovery); one running job per folder',
   },
   restPort: {
     type: 'number',

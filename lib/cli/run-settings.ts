@@ -51,6 +51,7 @@ export function toRunSettings(common: Record<string, unknown>): RunSettings {
     checkpointing: {
       dir,
       intervalMs: common['checkpointIntervalMs'] as number,
+      tolerableFailures: common['tolerableCheckpointFailures'] as number,
       fresh: common['fresh'] === true,
       ...(savepointDir === undefined ? {} : { savepointDir }),
       ...(restore === undefined ? {} : { restore }),

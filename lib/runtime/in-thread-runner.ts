@@ -19,7 +19,8 @@ import {
 } from './checkpointing/prepare-checkpointing.ts';
 import { EmbeddedCheckpointDriver } from './checkpointing/embedded-driver.ts';
 import { CheckpointHub } from './checkpointing/checkpoint-hub.ts';
-import { loadRestoredJob } from './checkpointing/restore-plan.ts';
+import { loadRestoredJob, type RestoredJob } from './checkpointing/restore-plan.ts';
+import { lockJobFolders } from './job-folder-locks.ts';
 import { allTasks, runAttempts, sourceTasks } from './checkpointing/attempts.ts';
 
 export interface InThreadRunOptions {
@@ -67,6 +68,23 @@ export async function runInThisThread(env: StreamEnvironment, options: InThreadR
     await runTasks(tasks);
     return summarize(started, tasks.map((t) => t.metrics));
   }
+  // Keyed state here is the caller's (services); only the checkpoint folder is this runner's to lock.
+  const locks = await lockJobFolders({ checkpointDir: config.dir, stateDir: undefined });
+  try {
+    return await runCheckpointed(config, plan, options, log, (restored, hub) => deployTasks({ ...base, checkpoints: hub, attempt: randomUUID(), restored }), started);
+  } finally {
+    await locks.release();
+  }
+}
+
+async function runCheckpointed(
+  config: CheckpointingConfig,
+  plan: PhysicalPlan,
+  options: InThreadRunOptions,
+  log: (line: string) => void,
+  deploy: (restored: RestoredJob | undefined, hub: CheckpointHub) => DeployedTask[],
+  started: number,
+): Promise<JobResult> {
   const prepared = await prepareCheckpointing(config, plan, log);
   let lastCheckpointId = prepared.lastCheckpointId;
   const allVertices = new Set(plan.vertices.map((v) => v.id));
@@ -95,7 +113,9 @@ export async function runInThisThread(env: StreamEnvironment, options: InThreadR
       });
       const hub = new CheckpointHub(prepared.storage, driver);
       hub.onComplete((id) => tasks.forEach((t) => t.notifyCheckpointComplete(id)));
-      tasks = deployTasks({ ...base, checkpoints: hub, attempt: randomUUID(), restored });
+      tasks = deploy(restored, hub);
+      // Failing checkpoint storage fails the attempt: every task ends with its error.
+      void driver.failed.catch((err: unknown) => tasks.forEach((t) => t.cancel(err)));
       try {
         await runTasks(tasks);
         return summarize(started, tasks.map((t) => t.metrics));

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { ConfigError } from '../core/index.ts';
+import { DEFAULT_STATE_DIR } from '../state/rocksdb/rocksdb-options.ts';
 
 /** Which keyed state backend a job's operators get. */
 export interface StateBackendConfig {
@@ -11,7 +12,7 @@ export interface StateBackendConfig {
   readonly dir?: string;
 }
 
-export const DEFAULT_STATE_DIR = 'sluice-state';
+export { DEFAULT_STATE_DIR };
 
 /** Checks a state backend choice once at start-up; returns it with `dir` made absolute. */
 export function compileStateBackendConfig(config: StateBackendConfig | undefined): Required<StateBackendConfig> {

@@ -53,6 +53,17 @@ export interface CheckpointStorage {
    * (complete, corrupt or abandoned) except savepoints and files a retained checkpoint refers to. Returns discarded ids.
    */
   applyRetention(retain: number): Promise<number[]>;
+  /**
+   * Makes the calling job the only one using this location until `release` (or until its process is gone), or
+   * throws a ConfigError naming the job that holds it. Absent where the storage cannot do that itself (local
+   * folders are locked by the runner with a lock file; S3 without a commit table is not locked).
+   */
+  acquireLease?(): Promise<StorageLease>;
+}
+
+/** A job's exclusive use of a checkpoint location (see `CheckpointStorage.acquireLease`). */
+export interface StorageLease {
+  release(): Promise<void>;
 }
 
 /** What restoring needs from wherever a checkpoint's task files are (checkpoint storage, or one savepoint directory). */

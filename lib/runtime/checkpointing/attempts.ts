@@ -46,7 +46,14 @@ export async function runAttempts<T>(options: {
       if (delay === undefined) throw err;
       options.log(`job failed: ${err instanceof Error ? err.message : String(err)}; restart ${attempt} in ${delay} ms`);
       await new Promise((r) => setTimeout(r, delay));
-      const latest = await options.storage.latestComplete((id, reason) => options.log(`warning: skipping checkpoint ${id}: ${reason}`));
+      let latest: CheckpointMetadata | undefined;
+      try {
+        latest = await options.storage.latestComplete((id, reason) => options.log(`warning: skipping checkpoint ${id}: ${reason}`));
+      } catch (storageError) {
+        // Storage that cannot be read cannot be restarted from; the attempt's failure usually says why.
+        options.log(`cannot restart: ${storageError instanceof Error ? storageError.message : String(storageError)}`);
+        throw err;
+      }
       const floor = options.restartFloor;
       restoreFrom = floor === undefined || (latest !== undefined && latest.checkpointId > floor) ? latest : options.first;
     }

@@ -7,6 +7,8 @@ import type { CheckpointStorage, TaskStateReader } from '../../storage/checkpoin
 import { JobNotRunningError, SavepointFailedError } from '../control/control-errors.ts';
 import type { CoordinatorLink } from './checkpoint-hub.ts';
 import { crashPoint } from './fault-injection.ts';
+import { CheckpointingFailedError } from './checkpointing-failed-error.ts';
+import { RateLimitedLog } from './rate-limited-log.ts';
 
 /** SLUICE_TRACE_CHECKPOINTS=1 logs every coordinator command (for diagnosing stuck checkpoints). */
 const TRACE = process.env['SLUICE_TRACE_CHECKPOINTS'] === '1';
@@ -51,6 +53,8 @@ export interface EmbeddedDriverInit {
   readonly dispatch: TaskDispatch;
   readonly log: (line: string) => void;
   readonly now?: () => number;
+  /** How often a repeated warning (the same abort reason again) is printed at most. @default 5000 */
+  readonly warningIntervalMs?: number;
   /** Where savepoints go; without it, savepoints cannot be taken. */
   readonly savepoints?: SavepointWriter;
   /**
@@ -81,9 +85,20 @@ export class EmbeddedCheckpointDriver implements CoordinatorLink {
   private readonly paths: Map<number, string>;
   /** The savepoint a stop completed with; the driver has halted. */
   private stoppedWith: SavepointResult | undefined;
+  private readonly warnings: RateLimitedLog;
+  private failWith: (err: Error) => void = () => {};
+  /**
+   * Rejects once checkpointing fails the job: more consecutive checkpoints failed than tolerated
+   * (CheckpointingFailedError), or the driver itself broke. Never resolves. The runner fails the attempt with it.
+   */
+  readonly failed: Promise<never>;
 
   constructor(private readonly init: EmbeddedDriverInit) {
     this.now = init.now ?? Date.now;
+    this.warnings = new RateLimitedLog(init.log, { now: this.now, intervalMs: init.warningIntervalMs });
+    this.failed = new Promise<never>((_, reject) => (this.failWith = reject));
+    // A runner that ends before anything failed never looks at it.
+    this.failed.catch(() => undefined);
     this.coordinator = CheckpointCoordinator.start(init.options, {
       tasks: init.tasks,
       maxParallelism: init.maxParallelism,
@@ -167,6 +182,7 @@ export class EmbeddedCheckpointDriver implements CoordinatorLink {
     this.halt();
     await this.queue;
     this.rejectAllSavepoints();
+    this.warnings.flush();
   }
 
   private halt(): void {
@@ -250,7 +266,12 @@ export class EmbeddedCheckpointDriver implements CoordinatorLink {
         await this.execute(step.commands);
         this.schedule();
       })
-      .catch((err: unknown) => this.init.log(`checkpoint coordinator error: ${err instanceof Error ? err.message : String(err)}`));
+      .catch((err: unknown) => {
+        // The coordinator's state no longer matches what was carried out: stop rather than hang or guess.
+        this.init.log(`checkpoint coordinator error: ${err instanceof Error ? err.message : String(err)}`);
+        this.halt();
+        this.failWith(err instanceof Error ? err : new InternalError(String(err)));
+      });
   }
 
   private async execute(commands: readonly CoordinatorCommand[]): Promise<void> {
@@ -287,12 +308,16 @@ export class EmbeddedCheckpointDriver implements CoordinatorLink {
           this.init.dispatch.notifyComplete(command.checkpointId, command.final);
           break;
         case 'abort':
-          this.init.log(`checkpoint ${command.checkpointId} aborted: ${command.reason}`);
+          this.warnings.warn(`checkpoint ${command.checkpointId} aborted: ${command.reason}`);
           this.takeWaiter(command.checkpointId)?.reject(new SavepointFailedError(`savepoint (checkpoint ${command.checkpointId}) failed: ${command.reason}`));
-          await this.init.storage.discard(command.checkpointId);
+          await this.discard(command.checkpointId);
           break;
         case 'discard':
-          for (const id of command.checkpointIds) await this.init.storage.discard(id);
+          for (const id of command.checkpointIds) await this.discard(id);
+          break;
+        case 'failJob':
+          this.halt();
+          this.failWith(new CheckpointingFailedError(command));
           break;
         case 'savepointRejected':
           this.init.log(`savepoint request ${command.requestId} rejected: ${command.reason}`);
@@ -300,6 +325,18 @@ export class EmbeddedCheckpointDriver implements CoordinatorLink {
           this.savepointRequests.delete(command.requestId);
           break;
       }
+    }
+  }
+
+  /**
+   * Removes a checkpoint's files. Failing storage may refuse that too; what is left is an incomplete or old
+   * checkpoint, which the next start (removeIncomplete) or a later retention pass removes.
+   */
+  private async discard(checkpointId: number): Promise<void> {
+    try {
+      await this.init.storage.discard(checkpointId);
+    } catch (err) {
+      this.warnings.warn(`warning: could not remove checkpoint ${checkpointId}: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
 

@@ -10,11 +10,13 @@
  *     after-metadata-commit     a checkpoint is complete on disk; no sink has been notified or committed
  *     during-commit             a part-file commit renamed a file and has more to rename
  *
- *   SLUICE_FAIL_AT=<point>:<n>[,<point>:<n>...]
- *     The n-th time <point> is reached, an InjectedFailureError is thrown there, which fails the task (or the
- *     restore) so that the restart strategy runs.
- *     snapshot  the synchronous phase of a task's checkpoint (OperatorChain.snapshot)
- *     restore   reading a checkpoint's task state back (loadRestoredJob; once per thread that restores)
+ *   SLUICE_FAIL_AT=<point>:<n>[+][,<point>:<n>[+]...]
+ *     The n-th time <point> is reached (with `+`: that time and every time after), an error is thrown there.
+ *     snapshot          the synchronous phase of a task's checkpoint (OperatorChain.snapshot): InjectedFailureError,
+ *                       which fails the task so that the restart strategy runs
+ *     restore           reading a checkpoint's task state back (loadRestoredJob; once per thread that restores)
+ *     checkpoint-write  a write to checkpoint storage (a task state file or a checkpoint's metadata) fails as on a
+ *                       full disk: CheckpointIoError naming the file, caused by an ENOSPC error
  *
  * Counts are per process, over every attempt of the job: the main thread shares its counters with the worker
  * threads it starts (a SharedArrayBuffer in the worker environment data), so `snapshot:3` is the third snapshot of
@@ -26,10 +28,10 @@ import { getEnvironmentData, isMainThread, setEnvironmentData } from 'node:worke
 import { ConfigError, SluiceError } from '../../core/index.ts';
 
 export type CrashPoint = 'after-task-state-written' | 'after-prepare-commit' | 'after-metadata-commit' | 'during-commit';
-export type FailPoint = 'snapshot' | 'restore';
+export type FailPoint = 'snapshot' | 'restore' | 'checkpoint-write';
 
 const CRASH_POINTS: readonly CrashPoint[] = ['after-task-state-written', 'after-prepare-commit', 'after-metadata-commit', 'during-commit'];
-const FAIL_POINTS: readonly FailPoint[] = ['snapshot', 'restore'];
+const FAIL_POINTS: readonly FailPoint[] = ['snapshot', 'restore', 'checkpoint-write'];
 const COUNTERS_KEY = 'sluice:fault-injection-counters';
 
 /** Thrown at a fail point of SLUICE_FAIL_AT. Retriable: a restart is what the injection wants to exercise. */
@@ -39,17 +41,32 @@ export class InjectedFailureError extends SluiceError {
   }
 }
 
-function parseSpec<P extends string>(variable: string, value: string | undefined, points: readonly P[]): Map<P, Set<number>> {
-  const spec = new Map<P, Set<number>>();
+/** The arrivals at one point that fault: listed ones, and every one from `from` on (`<n>+`). */
+class Arrivals {
+  readonly listed = new Set<number>();
+  from = Number.POSITIVE_INFINITY;
+
+  has(n: number): boolean {
+    return this.listed.has(n) || n >= this.from;
+  }
+}
+
+function parseSpec<P extends string>(variable: string, value: string | undefined, points: readonly P[], allowFrom: boolean): Map<P, Arrivals> {
+  const spec = new Map<P, Arrivals>();
   if (value === undefined || value.trim() === '') return spec;
   for (const entry of value.split(',')) {
-    const match = /^([a-z-]+):(\d+)$/.exec(entry.trim());
+    const match = /^([a-z-]+):(\d+)(\+?)$/.exec(entry.trim());
     const point = match?.[1] as P | undefined;
     const n = Number(match?.[2]);
-    if (point === undefined || !points.includes(point) || !Number.isSafeInteger(n) || n < 1) {
-      throw new ConfigError(`${variable}: "${entry}" is not <point>:<n> with n >= 1 and point one of ${points.join(', ')}`);
+    const onwards = match?.[3] === '+';
+    if (point === undefined || !points.includes(point) || !Number.isSafeInteger(n) || n < 1 || (onwards && !allowFrom)) {
+      const form = allowFrom ? '<point>:<n> or <point>:<n>+' : '<point>:<n>';
+      throw new ConfigError(`${variable}: "${entry}" is not ${form} with n >= 1 and point one of ${points.join(', ')}`);
     }
-    spec.set(point, (spec.get(point) ?? new Set<number>()).add(n));
+    const arrivals = spec.get(point) ?? new Arrivals();
+    if (onwards) arrivals.from = Math.min(arrivals.from, n);
+    else arrivals.listed.add(n);
+    spec.set(point, arrivals);
   }
   return spec;
 }
@@ -62,8 +79,8 @@ function sharedCounters(): Int32Array {
   return new Int32Array(buffer);
 }
 
-const crashSpec = parseSpec('SLUICE_CRASH_AT', process.env['SLUICE_CRASH_AT'], CRASH_POINTS);
-const failSpec = parseSpec('SLUICE_FAIL_AT', process.env['SLUICE_FAIL_AT'], FAIL_POINTS);
+const crashSpec = parseSpec('SLUICE_CRASH_AT', process.env['SLUICE_CRASH_AT'], CRASH_POINTS, false);
+const failSpec = parseSpec('SLUICE_FAIL_AT', process.env['SLUICE_FAIL_AT'], FAIL_POINTS, true);
 const counters = crashSpec.size + failSpec.size > 0 ? sharedCounters() : undefined;
 
 /** Counts this arrival at counter `slot` and returns its 1-based number, process-wide. */
@@ -87,13 +104,40 @@ export const crashPoint: (point: CrashPoint) => void =
         process.kill(process.pid, 'SIGKILL');
       };
 
+/** Whether SLUICE_FAIL_AT names this arrival at `point`; undefined when it does not, else the arrival's number. */
+function failingArrival(point: FailPoint): number | undefined {
+  const at = failSpec.get(point);
+  if (at === undefined) return undefined;
+  const n = arrive(CRASH_POINTS.length + FAIL_POINTS.indexOf(point));
+  return at.has(n) ? n : undefined;
+}
+
 /** Throws InjectedFailureError if SLUICE_FAIL_AT names this arrival at `point`. */
-export const failPoint: (point: FailPoint) => void =
+export const failPoint: (point: Exclude<FailPoint, 'checkpoint-write'>) => void =
   failSpec.size === 0
     ? noop
     : (point) => {
-        const at = failSpec.get(point);
-        if (at === undefined) return;
-        const n = arrive(CRASH_POINTS.length + FAIL_POINTS.indexOf(point));
-        if (at.has(n)) throw new InjectedFailureError(point, n);
+        const n = failingArrival(point);
+        if (n !== undefined) throw new InjectedFailureError(point, n);
       };
+
+/** A full disk, as the `checkpoint-write` fail point simulates it: what Node reports for ENOSPC. */
+export class InjectedDiskFullError extends SluiceError {
+  readonly errno = -28;
+  readonly syscall = 'write';
+
+  constructor(n: number) {
+    super('ENOSPC', `ENOSPC: no space left on device, write (injected: SLUICE_FAIL_AT checkpoint-write, occurrence ${n})`, { retriable: true });
+  }
+}
+
+/** Throws InjectedDiskFullError if SLUICE_FAIL_AT names this write to checkpoint storage (`checkpoint-write`). */
+export const diskFullPoint: () => void = !failSpec.has('checkpoint-write')
+  ? noop
+  : () => {
+      const n = failingArrival('checkpoint-write');
+      if (n !== undefined) throw new InjectedDiskFullError(n);
+    };
+
+/** Whether SLUICE_FAIL_AT injects failures of checkpoint storage writes (then storage is wrapped to check). */
+export const injectsDiskFull: boolean = failSpec.has('checkpoint-write');

@@ -1,6 +1,8 @@
 import { ConfigError } from '../../core/index.ts';
 import type { CheckpointStorage } from '../../storage/checkpoint-storage.ts';
 import { FileCheckpointStorage } from '../../storage/fs/file-checkpoint-storage.ts';
+import { injectsDiskFull } from './fault-injection.ts';
+import { DiskFullFaults } from './faulty-storage.ts';
 
 /** Whether a checkpoint location is an object store URI rather than a local folder. */
 export function isRemoteLocation(location: string): boolean {
@@ -12,6 +14,12 @@ export function isRemoteLocation(location: string): boolean {
  * imported only when asked for, so local jobs never load the AWS SDK.
  */
 export async function openCheckpointStorage(location: string): Promise<CheckpointStorage> {
+  const storage = await openUnwrapped(location);
+  // Only the crash tests' fault injection wraps storage; otherwise jobs get the storage itself.
+  return injectsDiskFull ? new DiskFullFaults(storage) : storage;
+}
+
+async function openUnwrapped(location: string): Promise<CheckpointStorage> {
   if (!isRemoteLocation(location)) return new FileCheckpointStorage(location);
   if (location.toLowerCase().startsWith('s3://')) {
     const { openS3CheckpointStorage } = await import('../../connectors/aws/s3/open-s3-checkpoint-storage.ts');

@@ -34,6 +34,7 @@ import { AttemptMonitor } from './attempt-monitor.ts';
 import { ThreadedJob } from './threaded-job.ts';
 import type { CoordinatorMessage, WorkerInit, WorkerMessage } from './protocol.ts';
 import { compileStateBackendConfig, type StateBackendConfig } from '../state-backend-config.ts';
+import { lockJobFolders } from '../job-folder-locks.ts';
 
 export interface ThreadedRunOptions {
   /** Path of the job module (its default export is a defineJob(...) job). */
@@ -93,11 +94,34 @@ export async function runOnThreads(options: ThreadedRunOptions): Promise<JobResu
   const splits = await computeSplits(plan);
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const config = options.checkpointing;
+  const stateBackend = compileStateBackendConfig(options.stateBackend);
+  // Before anything reads or cleans up the folders, and before the REST API records itself in the checkpoint folder.
+  const locks = await lockJobFolders({
+    checkpointDir: config?.dir,
+    stateDir: stateBackend.kind === 'rocksdb' ? stateBackend.dir : undefined,
+  });
+  try {
+    return await runLocked(options, definition.name, plan, splits, started, env.options.parallelism, log);
+  } finally {
+    await locks.release();
+  }
+}
+
+async function runLocked(
+  options: ThreadedRunOptions,
+  name: string,
+  plan: PhysicalPlan,
+  splits: Map<number, SourceSplit[]>,
+  started: number,
+  parallelism: number,
+  log: (line: string) => void,
+): Promise<JobResult> {
+  const config = options.checkpointing;
   const prepared = config === undefined ? undefined : await prepareCheckpointing(config, plan, log);
   const job = new ThreadedJob({
-    name: definition.name,
+    name,
     plan,
-    parallelism: env.options.parallelism,
+    parallelism,
     startTime: started,
     checkpointing:
       config === undefined || prepared === undefined
@@ -261,7 +285,9 @@ async function runAttempt(setup: AttemptSetup): Promise<AttemptOutcome> {
   );
 
   try {
-    return await Promise.race([Promise.all(reports).then((metrics) => ({ metrics: metrics.flat() })), stopped]);
+    // Failing checkpoint storage fails the attempt even while every task still runs (or waits for its final checkpoint).
+    const checkpointingFailed = driver?.failed ?? new Promise<never>(() => {});
+    return await Promise.race([Promise.all(reports).then((metrics) => ({ metrics: metrics.flat() })), stopped, checkpointingFailed]);
   } catch (err) {
     // A task that fails after the stop's savepoint went to the sinks changes nothing: restoring it commits again.
     const savepoint = driver?.stoppedWithSavepoint;

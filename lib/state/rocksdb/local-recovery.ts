@@ -1,7 +1,10 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { KeyGroupRange } from '../../core/index.ts';
 import type { FileKeyedStateSnapshot, SharedStateFileRef } from '../backend.ts';
 import { RocksDb, type RocksDbOpenOptions } from './binding.ts';
 import type { RecoveryMarker } from './db-layout.ts';
+import { LocalStateDirs } from './local-dirs.ts';
 import { StateDb } from './state-db.ts';
 import type { StateRegistry } from './state-registry.ts';
 
@@ -76,4 +79,29 @@ function idsAgree(stored: readonly [number, string][], registry: StateRegistry):
     if ((byId !== undefined && byId.name !== name) || (byName !== undefined && byName.id !== id)) return false;
   }
   return true;
+}
+
+/**
+ * Deletes databases of earlier instances, except one still open elsewhere: RocksDB holds the LOCK file of an open
+ * database (against other processes and this one), so a database that cannot be opened for that reason is in use
+ * and is kept. Opening it is the check; a database opened here is closed before it is deleted.
+ */
+export async function removeUnlessOpen(dirs: readonly string[], openOptions: RocksDbOpenOptions): Promise<void> {
+  const free: string[] = [];
+  for (const dir of dirs) {
+    if (!existsSync(join(dir, 'LOCK'))) {
+      free.push(dir);
+      continue;
+    }
+    let db: RocksDb;
+    try {
+      db = await RocksDb.open(dir, openOptions);
+    } catch {
+      // Locked (open elsewhere) or unreadable: keeping it is safe, and the next start looks again.
+      continue;
+    }
+    await db.close().catch(() => undefined);
+    free.push(dir);
+  }
+  await LocalStateDirs.remove(free);
 }

@@ -47,7 +47,7 @@ import { CheckpointChain } from './checkpoint-chain.ts';
 import { EpochLog } from './epoch-log.ts';
 import { IncrementalCheckpoints } from './incremental-checkpoints.ts';
 import { LocalStateDirs, scopeName, type RocksDbScope } from './local-dirs.ts';
-import { findRecoverableDb } from './local-recovery.ts';
+import { findRecoverableDb, removeUnlessOpen } from './local-recovery.ts';
 import { DbRestorer } from './restore-into-db.ts';
 import type { Row } from './row.ts';
 import { RowStore } from './row-store.ts';
@@ -104,6 +104,8 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, TimerRowAcce
   private localIds = -1;
   private readonly unscoped: boolean;
   private candidatesReleased = false;
+  /** Deletion of earlier instances' databases (in the background; dispose waits for it). */
+  private releasing: Promise<void> = Promise.resolve();
   private rejectedCandidates: string[] = [];
   private disposed = false;
   private disposing: Promise<void> | undefined;
@@ -287,6 +289,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, TimerRowAcce
   async whenIdle(): Promise<void> {
     await this.ready;
     await this.checkpoints.idle();
+    await this.releasing;
   }
 
   /** The database directory in use (tests, tooling). */
@@ -377,6 +380,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, TimerRowAcce
       // Nothing may write to the database once it closes: seals, completions and background work stop first.
       await this.flushing.catch(() => undefined);
       await this.checkpoints.stop();
+      await this.releasing;
       const sdb = await this.ready.catch(() => undefined);
       this.sdb = undefined;
       if (sdb !== undefined) await sdb.close().catch(() => undefined);
@@ -448,8 +452,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, TimerRowAcce
   private startedProcessing(): void {
     this.fresh = false;
     if (this.candidatesReleased) return;
-    this.candidatesReleased = true;
-    void LocalStateDirs.remove([...this.dirs.candidates, ...this.dirs.staleTempDirs()]);
+    this.releaseOtherCandidates(undefined);
   }
 
   private async recoverLocally(handle: FileKeyedStateSnapshot, store: SharedStateStore | undefined): Promise<boolean> {
@@ -521,7 +524,12 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, TimerRowAcce
 
   private releaseOtherCandidates(kept: string | undefined): void {
     this.candidatesReleased = true;
-    void LocalStateDirs.remove([...this.dirs.candidates.filter((c) => c !== kept), ...this.dirs.staleTempDirs()]);
+    const candidates = this.dirs.candidates.filter((c) => c !== kept);
+    const temps = this.dirs.staleTempDirs();
+    this.releasing = Promise.all([removeUnlessOpen(candidates, this.openOptions), LocalStateDirs.remove(temps)]).then(
+      () => undefined,
+      () => undefined,
+    );
   }
 }
 

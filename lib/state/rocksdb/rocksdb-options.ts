@@ -18,7 +18,7 @@ export interface RocksDbStateOptions {
   /**
    * Local directory of the backends' databases. Each backend instance uses `${stateDir}/${scope}` (scope: the
    * operator and subtask it serves, see RocksDbScope) and creates it when missing.
-   * @default '.sluice/state'
+   * @default 'sluice-state' (DEFAULT_STATE_DIR, relative to the working directory, as `--state-dir`)
    */
   readonly stateDir?: string;
   /**
@@ -56,8 +56,11 @@ export interface CompiledRocksDbStateOptions {
   readonly compression: boolean;
 }
 
+/** The one default state directory: of the RocksDB options, of `sluice run --state-dir`, and of the docs. */
+export const DEFAULT_STATE_DIR = 'sluice-state';
+
 export const ROCKSDB_STATE_DEFAULTS: CompiledRocksDbStateOptions = Object.freeze({
-  stateDir: '.sluice/state',
+  stateDir: DEFAULT_STATE_DIR,
   cacheMaxKeys: 100_000,
   changelogRatio: 1,
   minChangelogBytes: 16 * 1024 * 1024,

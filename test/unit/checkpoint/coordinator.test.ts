@@ -60,6 +60,9 @@ describe('coordinator options', () => {
       timeoutMs: 600_000,
       retain: 3,
       historySize: 20,
+      tolerableFailures: 3,
+      failureBackoffMs: 500,
+      maxFailureBackoffMs: 30_000,
     });
   });
 
@@ -73,6 +76,9 @@ describe('coordinator options', () => {
       { intervalMs: 10, timeoutMs: 0 },
       { intervalMs: 10, retain: 0 },
       { intervalMs: 10, historySize: 0 },
+      { intervalMs: 10, tolerableFailures: -1 },
+      { intervalMs: 10, failureBackoffMs: -1 },
+      { intervalMs: 10, failureBackoffMs: 100, maxFailureBackoffMs: 99 },
     ];
     for (const options of bad) expect(() => compileCoordinatorOptions(options), JSON.stringify(options)).toThrow(ConfigError);
     expect(() => start({ retain: 0 })).toThrow(/retain must be an integer >= 1, got 0/);
@@ -470,5 +476,78 @@ describe('checkpoint coordinator', () => {
     expect(stepB.commands).toEqual(stepA.commands);
     expect(stepB.coordinator.nextWakeup(T0 + 110)).toBe(stepA.coordinator.nextWakeup(T0 + 110));
     expect(stepB.coordinator.history()).toEqual(stepA.coordinator.history());
+  });
+
+  describe('failing checkpoints', () => {
+    /** Aborts the in-flight checkpoint as a failing storage write would; returns the step. */
+    const failInFlight = (c: CheckpointCoordinator, now: number) => c.abort(c.inFlight!.checkpointId, 'could not write: ENOSPC', now);
+
+    it('retries a failing final checkpoint with a doubling backoff, not at once', () => {
+      let c = start({ failureBackoffMs: 100, maxFailureBackoffMs: 250, tolerableFailures: 10 }).allSourcesFinished(T0 + 10).coordinator;
+      let now = T0 + 10;
+      const waits: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        const failed = failInFlight(c, now);
+        expect(kinds(failed.commands)).toEqual(['abort']);
+        c = failed.coordinator;
+        expect(c.inFlight).toBeUndefined();
+        const at = c.nextWakeup(now)!;
+        waits.push(at - now);
+        // Nothing is triggered before the backoff has passed, however often the driver ticks.
+        expect(c.tick(at - 1).commands).toEqual([]);
+        const retried = c.tick(at);
+        expect(retried.commands).toMatchObject([{ kind: 'trigger', final: true }]);
+        c = retried.coordinator;
+        now = at;
+      }
+      expect(waits).toEqual([100, 200, 250, 250]);
+      // A success ends the retries and the job finishes.
+      expect(complete(c, now + 1).coordinator.status).toBe('finished');
+    });
+
+    it('fails the job when more consecutive checkpoints fail than tolerated, and then triggers nothing', () => {
+      let c = start({ tolerableFailures: 2, failureBackoffMs: 0 }).allSourcesFinished(T0).coordinator;
+      for (let i = 1; i <= 2; i++) {
+        const step = failInFlight(c, T0 + i);
+        expect(kinds(step.commands)).toEqual(['abort', 'trigger']);
+        c = step.coordinator;
+      }
+      c = c.triggerSavepoint(T0 + 3).coordinator;
+      const last = failInFlight(c, T0 + 4);
+      expect(last.commands).toEqual([
+        { kind: 'abort', checkpointId: 3, reason: 'could not write: ENOSPC' },
+        { kind: 'failJob', failures: 3, tolerated: 2, checkpointId: 3, reason: 'could not write: ENOSPC' },
+        { kind: 'savepointRejected', requestId: 1, reason: 'the savepoint was not triggered because 3 checkpoints failed in a row' },
+      ]);
+      c = last.coordinator;
+      expect(c.status).toBe('stopped');
+      expect(c.nextWakeup(T0 + 5)).toBeUndefined();
+      expect(c.tick(T0 + 1_000_000).commands).toEqual([]);
+    });
+
+    it('counts periodic checkpoints that time out or fail, and resets the count on success; savepoints do not count', () => {
+      let c = start({ tolerableFailures: 1, timeoutMs: 50 }).tick(T0 + 100).coordinator;
+      // First failure: a timeout, tolerated.
+      let step = c.tick(T0 + 150);
+      expect(kinds(step.commands)).toEqual(['abort']);
+      c = step.coordinator.tick(T0 + 200).coordinator;
+      // A success resets the count.
+      c = complete(c, T0 + 210).coordinator;
+      c = c.tick(T0 + 300).coordinator;
+      c = failInFlight(c, T0 + 301).coordinator;
+      // A failed savepoint in between neither counts nor resets.
+      c = c.triggerSavepoint(T0 + 302).coordinator;
+      step = failInFlight(c, T0 + 303);
+      expect(kinds(step.commands)).toEqual(['abort']);
+      // The interval counts from the savepoint's trigger.
+      c = step.coordinator.tick(T0 + 402).coordinator;
+      step = failInFlight(c, T0 + 403);
+      expect(step.commands).toMatchObject([{ kind: 'abort' }, { kind: 'failJob', failures: 2, tolerated: 1 }]);
+    });
+
+    it('does not count the checkpoint a task failure aborts', () => {
+      const c = start({ tolerableFailures: 0 }).tick(T0 + 100).coordinator;
+      expect(kinds(c.taskFailed(MAP_0, 'boom', T0 + 101).commands)).toEqual(['abort']);
+    });
   });
 });

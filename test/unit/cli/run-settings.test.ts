@@ -38,3 +38,17 @@ describe('checkpoint locations', () => {
     expect(defaultSavepointDir('chk')).toBe('chk/savepoints');
   });
 });
+
+describe('run settings: failing checkpoints', () => {
+  it('passes --tolerable-checkpoint-failures to the checkpoint coordinator', () => {
+    const settings = toRunSettings({ ...defaults, checkpointDir: 'chk', tolerableCheckpointFailures: 0 });
+    expect(settings.checkpointing?.tolerableFailures).toBe(0);
+  });
+});
+
+describe('default state directory', () => {
+  it('is the same for sluice run and the RocksDB options', async () => {
+    const { ROCKSDB_STATE_DEFAULTS } = await import('../../../lib/state/rocksdb/rocksdb-options.ts');
+    expect(resolve(ROCKSDB_STATE_DEFAULTS.stateDir)).toBe(compileStateBackendConfig({ kind: 'rocksdb' }).dir);
+  });
+});

@@ -127,8 +127,8 @@ describe('RocksDB local recovery', () => {
     expect(store.gets).toBe(older.files.length);
     expect(b.metrics().localRecoveries).toBe(0);
     expect(valuesOf(b, keys)).toEqual(keys.map(() => 1));
+    // whenIdle includes the deletion of earlier instances' databases.
     await b.whenIdle();
-    await new Promise((resolve) => setTimeout(resolve, 50));
     expect(readdirSync(join(dir, '..'))).not.toContain(dir.split('/').pop());
   });
 
@@ -152,7 +152,7 @@ describe('RocksDB local recovery', () => {
     const b = await open();
     expect(valuesOf(b, keys.slice(0, 3))).toEqual([undefined, undefined, undefined]);
     expect(b.entryCount()).toBe(0);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await b.whenIdle();
     expect(readdirSync(join(dir, '..'))).not.toContain(dir.split('/').pop());
   });
 

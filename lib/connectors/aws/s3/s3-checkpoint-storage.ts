@@ -11,7 +11,7 @@ import { planRetention } from '../../../checkpoint/retention-plan.ts';
 import { SharedFileRegistry } from '../../../checkpoint/shared-file-registry.ts';
 import type { CheckpointMetadata } from '../../../checkpoint/types.ts';
 import { InternalError } from '../../../core/index.ts';
-import type { CheckpointStorage, StoredCheckpoint } from '../../../storage/checkpoint-storage.ts';
+import type { CheckpointStorage, StorageLease, StoredCheckpoint } from '../../../storage/checkpoint-storage.ts';
 import { CheckpointCorruptError, CheckpointIoError } from '../../../storage/errors.ts';
 import { sha256Hex } from '../../../storage/fs/durable-fs.ts';
 import { decodeMetadata, encodeMetadata } from '../../../storage/metadata-codec.ts';
@@ -19,6 +19,7 @@ import { awsClientConfig } from '../client-config.ts';
 import { forEachLimited } from '../for-each-limited.ts';
 import type { CheckpointCommitPoint, CommitRecord } from './commit-point.ts';
 import { DynamoDbCommitPoint } from './dynamodb-commit-point.ts';
+import { DynamoDbLease } from './dynamodb-lease.ts';
 import { S3ConditionalCommitPoint } from './s3-conditional-commit-point.ts';
 import { compileS3CheckpointOptions, type S3CheckpointStorageOptions } from './s3-checkpoint-options.ts';
 import { S3JobRecordStore } from './s3-job-record-store.ts';
@@ -53,6 +54,7 @@ export class S3CheckpointStorage implements CheckpointStorage {
   private readonly objects: S3Objects;
   private readonly commitPoint: CheckpointCommitPoint;
   private readonly ownClients: { destroy(): void }[] = [];
+  private readonly lease: { client: DynamoDBClient; table: string } | undefined;
 
   constructor(options: S3CheckpointStorageOptions) {
     const compiled = compileS3CheckpointOptions(options);
@@ -72,8 +74,10 @@ export class S3CheckpointStorage implements CheckpointStorage {
         this.ownClients.push(dynamo);
       }
       this.commitPoint = new DynamoDbCommitPoint(dynamo, compiled.commitTable as string, this.objects);
+      this.lease = { client: dynamo, table: compiled.commitTable as string };
     } else {
       this.commitPoint = new S3ConditionalCommitPoint(this.objects);
+      this.lease = undefined;
     }
     this.commitMode = this.commitPoint.mode;
   }
@@ -195,6 +199,15 @@ export class S3CheckpointStorage implements CheckpointStorage {
     // Only after the metadata that listed them is gone: a crash in between leaves unreferenced files, not dangling references.
     await this.sharedState.remove(plan.freedSharedFiles);
     return plan.discard;
+  }
+
+  /**
+   * With a commit table: a lease item there (see DynamoDbLease) makes this job the only one on the location. In
+   * 's3-conditional' mode there is none: one job per location is then the user's to ensure.
+   */
+  get acquireLease(): (() => Promise<StorageLease>) | undefined {
+    const lease = this.lease;
+    return lease === undefined ? undefined : () => DynamoDbLease.acquire(lease.client, lease.table, this.location);
   }
 
   /** Destroys the clients this storage created. */

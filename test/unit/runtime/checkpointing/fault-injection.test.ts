@@ -71,4 +71,26 @@ describe('fault injection (SLUICE_CRASH_AT / SLUICE_FAIL_AT)', () => {
   it('refuses a fail point in SLUICE_CRASH_AT', async () => {
     await expect(load({ SLUICE_CRASH_AT: 'snapshot:1' })).rejects.toThrow(/SLUICE_CRASH_AT: "snapshot:1" is not <point>:<n>/);
   });
+
+  it('fails every checkpoint storage write from the n-th on with `<point>:<n>+`, as a full disk would', async () => {
+    const f = await load({ SLUICE_FAIL_AT: 'checkpoint-write:3+' });
+    expect(f.injectsDiskFull).toBe(true);
+    const outcomes = Array.from({ length: 6 }, () => {
+      try {
+        f.diskFullPoint();
+        return 'ok';
+      } catch (err) {
+        expect(err).toBeInstanceOf(f.InjectedDiskFullError);
+        expect((err as { code: string }).code).toBe('ENOSPC');
+        expect((err as Error).message).toMatch(/^ENOSPC: no space left on device/);
+        return 'ENOSPC';
+      }
+    });
+    expect(outcomes).toEqual(['ok', 'ok', 'ENOSPC', 'ENOSPC', 'ENOSPC', 'ENOSPC']);
+    expect((await load({ SLUICE_FAIL_AT: 'snapshot:1' })).injectsDiskFull).toBe(false);
+  });
+
+  it('refuses `<n>+` for crash points: a process can crash only once', async () => {
+    await expect(load({ SLUICE_CRASH_AT: 'during-commit:2+' })).rejects.toThrow(/"during-commit:2\+" is not <point>:<n> with n >= 1/);
+  });
 });
