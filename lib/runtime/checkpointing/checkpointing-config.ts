@@ -7,6 +7,13 @@ export interface CheckpointingConfig extends CheckpointCoordinatorOptions {
   dir: string;
   /** Discard the folder's existing checkpoints and start from scratch (or from `restore`). @default false */
   fresh?: boolean;
+  /**
+   * Accept restoring from an older checkpoint (or the savepoint the job was restored from) when newer committed
+   * checkpoints are corrupt, although the sinks then receive again the output those committed. Without it such a
+   * restore is refused. It never allows starting from the beginning while checkpoints exist: that takes `fresh`.
+   * @default false
+   */
+  allowReplay?: boolean;
   /** Folder of savepoints; never cleaned up by retention. @default `<dir>/savepoints` */
   savepointDir?: string;
   /**

@@ -32,9 +32,8 @@ export async function openExternalRestore(path: string, plan: PhysicalPlan): Pro
     await reader.verifyTaskFiles(metadata);
   } catch (err) {
     if (!(err instanceof CheckpointCorruptError)) throw err;
-    // Drop the storage error's advice (fall back to an older checkpoint), which does not apply to --restore.
-    const problem = err.message.split('. Sluice restores')[0];
-    throw new ConfigError(`cannot restore from ${reader.path}: ${problem}`, { cause: err });
+    // Without the storage error's advice (fall back to an older checkpoint), which does not apply to --restore.
+    throw new ConfigError(`cannot restore from ${reader.path}: ${err.problem}`, { cause: err });
   }
   const what = metadata.savepoint ? `savepoint ${reader.path}` : `checkpoint ${metadata.checkpointId} (${reader.path})`;
   if (metadata.maxParallelism !== plan.maxParallelism) {

@@ -152,7 +152,7 @@ export class S3CheckpointStorage implements CheckpointStorage {
         return checkpoint.metadata;
       } catch (error) {
         if (!(error instanceof CheckpointCorruptError)) throw error;
-        onSkip?.(checkpoint.checkpointId, error.message);
+        onSkip?.(checkpoint.checkpointId, error.problem);
       }
     }
     return undefined;
@@ -248,7 +248,7 @@ export class S3CheckpointStorage implements CheckpointStorage {
       return { status: 'complete', checkpointId, metadata: decodeMetadata(bytes, url, checkpointId) };
     } catch (error) {
       if (!(error instanceof CheckpointCorruptError)) throw error;
-      return { status: 'corrupt', checkpointId, reason: error.message };
+      return { status: 'corrupt', checkpointId, reason: error.problem };
     }
   }
 
