@@ -14,6 +14,11 @@ export interface CheckpointingConfig extends CheckpointCoordinatorOptions {
    * @default false
    */
   allowReplay?: boolean;
+  /**
+   * Drop the state of operators the restored checkpoint or savepoint has and the job no longer has (Flink's
+   * `--allow-non-restored-state`). Without it such a restore is refused. @default false
+   */
+  allowNonRestoredState?: boolean;
   /** Folder of savepoints; never cleaned up by retention. @default `<dir>/savepoints` */
   savepointDir?: string;
   /**

@@ -64,9 +64,10 @@ export async function prepareCheckpointing(
     marker = await readRestoreMarker(storage.records, storage.location);
   }
   let external: ExternalRestore | undefined;
+  const compatibility = { allowNonRestoredState: config.allowNonRestoredState === true, log };
   if (config.restore !== undefined && resolve(config.restore) !== marker?.source) {
     // Checked before the marker is written, so a savepoint this job cannot use leaves the folder as it was.
-    external = await openExternalRestore(config.restore, plan);
+    external = await openExternalRestore(config.restore, plan, compatibility);
     marker = { source: external.dir, checkpointId: external.metadata.checkpointId, floor: lastCheckpointId };
     await writeRestoreMarker(storage.records, marker);
   }
@@ -78,12 +79,12 @@ export async function prepareCheckpointing(
     external = undefined;
     const start: RestoreStart = latest === undefined ? { kind: 'beginning' } : { kind: 'checkpoint', checkpointId: latest.checkpointId };
     for (const line of planRestore({ location: storage.location, corrupt, start, allowReplay: config.allowReplay === true }).warnings) log(line);
-    if (latest !== undefined) checkCompatible(latest, plan, storage.location);
+    if (latest !== undefined) checkCompatible(latest, plan, storage.location, compatibility);
     if (latest !== undefined && config.restore !== undefined) {
       log(`--restore ${config.restore}: the job in ${storage.location} was restored from it before; resuming from its latest checkpoint`);
     }
   } else {
-    external ??= await openExternalRestore(marker.source, plan).catch((err: unknown) => {
+    external ??= await openExternalRestore(marker.source, plan, compatibility).catch((err: unknown) => {
       if (config.restore !== undefined || !(err instanceof ConfigError)) throw err;
       throw new ConfigError(
         `${err.message} (${RESTORE_MARKER_FILE} in ${storage.location} says the job continues from it; pass --restore with another savepoint, or --fresh to start from the beginning)`,
