@@ -242,7 +242,7 @@ export class S3CheckpointStorage implements CheckpointStorage {
     if (bytes === undefined) return { status: 'incomplete', checkpointId };
     if (record !== null && (bytes.byteLength !== record.bytes || (await sha256Hex(bytes)) !== record.sha256)) {
       const reason = new CheckpointCorruptError(url, 'it differs from the metadata that was committed (size or sha256 in the commit record)');
-      return { status: 'corrupt', checkpointId, reason: reason.message };
+      return { status: 'corrupt', checkpointId, reason: reason.problem };
     }
     try {
       return { status: 'complete', checkpointId, metadata: decodeMetadata(bytes, url, checkpointId) };
