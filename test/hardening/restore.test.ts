@@ -1,5 +1,6 @@
 // Restoring as a user does it: `sluice run` child processes on real files, re-run against a checkpoint folder that
-// was damaged or that belongs to a job whose operators changed. Every refusal is exit code 2 with a message that
+// was damaged or that belongs to a job whose operators changed (window size, accumulator, a state's kind, an
+// operator removed). Every refusal is exit code 2 with a message that
 // names the problem and the flag that gets past it, and leaves the committed output as it was.
 import { appendFileSync, cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -130,6 +131,14 @@ describe.concurrent('restoring a damaged or changed checkpoint folder with sluic
     expect(allowed.stderr).toMatch(/warning: --allow-non-restored-state: dropping the state of "dedup" \(keyed process\)/);
     expect(allowed.stderr).toMatch(/restored from checkpoint \d+/);
     expectExactOutput(join(dir, 'out'), reference, 'after restoring without dedup');
+  }, TIMEOUT);
+
+  it('a state declared with another kind under the same name: exit 2 naming the operator and the state', async () => {
+    const dir = copyOf(finishedWithDedup, 'state-kind');
+    const refused = await run(dir, ['--dedup', '--dedup-state', 'list']);
+    expectRefused(refused, /error: operator "dedup": state "last-ts" is value state without TTL in the checkpoint but list state without TTL in the job/);
+    expect(refused.stderr, 'a restart cannot fix it').not.toMatch(/restart 1 in/);
+    expectExactOutput(join(dir, 'out'), reference, 'after the refusal');
   }, TIMEOUT);
 
   it('with RocksDB state: a removed operator is refused, and with --allow-non-restored-state the rest restores exactly', async () => {

@@ -1,3 +1,4 @@
+import { SluiceError } from '../../core/index.ts';
 import type { PhysicalPlan } from '../../graph/physical-plan.ts';
 import type { TaskId } from '../../checkpoint/types.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
@@ -36,7 +37,8 @@ export async function runAttempts<T>(options: {
     try {
       return await options.attempt(restoreFrom);
     } catch (err) {
-      const delay = restartDelay(options.strategy, attempt);
+      // A configuration error (state the restored checkpoint contradicts) fails every attempt the same way.
+      const delay = isConfigurationError(err) ? undefined : restartDelay(options.strategy, attempt);
       if (delay === undefined) throw err;
       options.log(`job failed: ${err instanceof Error ? err.message : String(err)}; restart ${attempt} in ${delay} ms`);
       await new Promise((r) => setTimeout(r, delay));
@@ -61,4 +63,11 @@ export async function runAttempts<T>(options: {
       for (const line of plan.warnings) options.log(line);
     }
   }
+}
+
+/** The task error behind a job failure is a ConfigError (runners wrap task errors with code JOB_FAILED). */
+function isConfigurationError(err: unknown): boolean {
+  let current = err;
+  while (current instanceof SluiceError && current.code === 'JOB_FAILED' && current.cause !== undefined) current = current.cause;
+  return current instanceof SluiceError && current.code === 'CONFIG';
 }

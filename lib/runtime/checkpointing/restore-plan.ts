@@ -10,6 +10,7 @@ import type { KeyedStateHandle, SharedStateStore } from '../../state/index.ts';
 import type { TimerKeyGroupSnapshot } from '../../operators/timer-service.ts';
 import type { RestoredOperatorState } from '../operator-chain.ts';
 import { failPoint } from './fault-injection.ts';
+import { mergeDeclarations, type DeclaredState } from '../state-declarations.ts';
 import { checkOperatorMatch, matchOperators } from '../../checkpoint/operator-matching.ts';
 import { operatorStateRecords } from '../../graph/operator-records.ts';
 
@@ -136,6 +137,7 @@ export function restoredTask(job: RestoredJob, vertex: Vertex, subtask: number):
     if (parts.every((p) => p.op === undefined)) continue;
     const own = parts.find((p) => p.subtask === subtask)?.op;
     operators.set(node.id, {
+      states: mergeDeclarations(parts.map((p) => p.op?.states as DeclaredState[] | undefined)),
       keyed: parts.flatMap((p) => (p.op?.keyed === undefined ? [] : [p.op.keyed as KeyedStateHandle])),
       timers: parts.flatMap((p) => (p.op?.timers as TimerKeyGroupSnapshot[] | undefined) ?? []),
       items: deal(parts.flatMap((p) => p.op?.operatorState ?? [])),
