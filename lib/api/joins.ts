@@ -13,6 +13,7 @@ import type {
   RetentionTimeDomain,
 } from './join-functions.ts';
 import type { DataStream, KeyedStream } from './streams.ts';
+import { windowMeaning } from './state-meaning.ts';
 
 type AnyOperator = Operator<unknown, unknown>;
 
@@ -110,10 +111,12 @@ export class WindowJoin<T1, T2, K extends Key> {
       rightLateDataTag: this.rightLateTag,
       fn,
     };
-    return this.first.addKeyed<R>(name, () => createWindowJoinOperator(spec) as AnyOperator, [
-      this.first.edge(0),
-      this.second.edge(1),
-    ]);
+    return this.first.addKeyed<R>(
+      name,
+      () => createWindowJoinOperator(spec) as AnyOperator,
+      [this.first.edge(0), this.second.edge(1)],
+      windowMeaning('window join', this.assigner, this.lateness),
+    );
   }
 }
 
@@ -192,6 +195,7 @@ export class IntervalJoined<T1, T2, K extends Key> {
       name,
       () => new IntervalJoinOperator<T1, T2, K, R>({ ...spec, fn: perSubtask(fn) }) as AnyOperator,
       [this.left.edge(0), this.right.edge(1)],
+      { operator: 'interval join', lowerBoundMs, upperBoundMs },
     );
   }
 }
@@ -238,6 +242,8 @@ export class RegularJoin<T1, T2, K extends Key> {
       name,
       () => new RegularJoinOperator<T1, T2, K, R>({ ...spec, fn: perSubtask(fn) }) as AnyOperator,
       [this.left.edge(0), this.right.edge(1)],
+      // Retention changes only when records expire, not how they are stored: not part of the meaning.
+      { operator: 'regular join' },
     );
   }
 }

@@ -17,6 +17,8 @@ import { printSink, type PrintSinkOptions } from '../connectors/local/print-sink
 import type { AggregateFunction, ReduceFunction } from '../state/index.ts';
 import { reducingState, type ReducingState } from '../state/index.ts';
 import type { StreamEnvironment } from './environment.ts';
+import type { StateMeaning } from '../checkpoint/types.ts';
+import { accumulatorShape, windowMeaning } from './state-meaning.ts';
 import type {
   CoProcessFunction,
   FilterFunction,
@@ -61,8 +63,8 @@ export class DataStream<T> {
   }
 
   /** @internal */
-  protected addOperator<R>(name: string, create: () => AnyOperator, inputs: LogicalEdge[], keyed = false): DataStream<R> {
-    const node = this.env.graph.addOperator(name, create, inputs, { keyed });
+  protected addOperator<R>(name: string, create: () => AnyOperator, inputs: LogicalEdge[], stateMeaning?: StateMeaning): DataStream<R> {
+    const node = this.env.graph.addOperator(name, create, inputs, stateMeaning === undefined ? {} : { stateMeaning });
     return new DataStream<R>(this.env, node.id, undefined, undefined);
   }
 
@@ -150,15 +152,29 @@ export class DataStream<T> {
     return this;
   }
 
-  /** Names the operator that produces this stream (shown in errors and metrics). */
+  /**
+   * Names the operator that produces this stream (shown in errors and metrics). A restore finds an operator's state
+   * by its name (and its place among operators of the same name): name stateful operators, uniquely.
+   */
   name(name: string): this {
     this.env.graph.node(this.nodeId).name = name;
+    return this;
+  }
+
+  /**
+   * Versions the state of the operator that produces this stream. Raise it when the state's meaning changes in a
+   * way Sluice cannot see (a field of the accumulator now means something else): restoring a checkpoint taken
+   * with another version is then refused instead of misread. @default unset (any checkpoint without one matches)
+   */
+  stateVersion(version: number): this {
+    this.env.graph.node(this.nodeId).stateVersion = checkStateVersion(version);
     return this;
   }
 
   sinkTo(sink: Sink<T>, name: string = sink.name): DataStreamSink {
     const node = this.env.graph.addOperator(name, () => new SinkOperator(name, sink) as AnyOperator, [this.edge()], {
       isSink: true,
+      stateMeaning: { operator: 'sink' },
     });
     return new DataStreamSink(this.env, node.id);
   }
@@ -188,6 +204,19 @@ export class DataStreamSink {
     this.env.graph.node(this.nodeId).name = name;
     return this;
   }
+
+  /** Versions the sink's state (its transactions), as DataStream.stateVersion does. */
+  stateVersion(version: number): this {
+    this.env.graph.node(this.nodeId).stateVersion = checkStateVersion(version);
+    return this;
+  }
+}
+
+function checkStateVersion(version: number): number {
+  if (!Number.isSafeInteger(version) || version < 0) {
+    throw new ConfigError(`stateVersion must be a non-negative integer, got ${String(version)}`);
+  }
+  return version;
 }
 
 /** A stream partitioned by key: operators on it have keyed state and timers. */
@@ -203,14 +232,16 @@ export class KeyedStream<T, K extends Key> {
   }
 
   /** @internal */
-  addKeyed<R>(name: string, create: () => AnyOperator, inputs: LogicalEdge[]): DataStream<R> {
-    const node = this.input.env.graph.addOperator(name, create, inputs, { keyed: true });
+  addKeyed<R>(name: string, create: () => AnyOperator, inputs: LogicalEdge[], stateMeaning: StateMeaning): DataStream<R> {
+    const node = this.input.env.graph.addOperator(name, create, inputs, { keyed: true, stateMeaning });
     return new DataStream<R>(this.input.env, node.id, undefined, undefined);
   }
 
   process<R>(fn: KeyedProcessFunction<K, T, R>, name = 'KeyedProcess'): DataStream<R> {
     const keySelector = this.keySelector;
-    return this.addKeyed(name, () => new KeyedProcessOperator(name, keySelector, perSubtask(fn)) as AnyOperator, [this.edge()]);
+    return this.addKeyed(name, () => new KeyedProcessOperator(name, keySelector, perSubtask(fn)) as AnyOperator, [this.edge()], {
+      operator: 'keyed process',
+    });
   }
 
   /** Rolling reduce: emits the running result per key for every record. */
@@ -229,7 +260,9 @@ export class KeyedStream<T, K extends Key> {
         },
       };
     };
-    return this.addKeyed(name, () => new KeyedProcessOperator(name, keySelector, create()) as AnyOperator, [this.edge()]);
+    return this.addKeyed(name, () => new KeyedProcessOperator(name, keySelector, create()) as AnyOperator, [this.edge()], {
+      operator: 'rolling reduce',
+    });
   }
 
   window(assigner: WindowAssigner): WindowedStream<T, K> {
@@ -310,7 +343,11 @@ export class WindowedStream<T, K extends Key> {
       lateDataTag: this.lateTag,
       fn,
     };
-    return this.keyed.addKeyed(name, () => createWindowOperator(spec) as AnyOperator, [this.keyed.edge()]);
+    const meaning = windowMeaning('window', this.assigner, this.lateness, {
+      function: fn.kind,
+      ...(fn.kind === 'aggregate' ? { accumulator: accumulatorShape(fn.aggregate) } : {}),
+    });
+    return this.keyed.addKeyed(name, () => createWindowOperator(spec) as AnyOperator, [this.keyed.edge()], meaning);
   }
 }
 
@@ -348,9 +385,11 @@ export class KeyedConnectedStreams<T1, T2, K extends Key> {
   process<R>(fn: KeyedCoProcessFunction<K, T1, T2, R>, name = 'KeyedCoProcess'): DataStream<R> {
     const k1 = this.first.keySelector;
     const k2 = this.second.keySelector;
-    return this.first.addKeyed(name, () => new KeyedCoProcessOperator(name, k1, k2, perSubtask(fn)) as AnyOperator, [
-      this.first.edge(0),
-      this.second.edge(1),
-    ]);
+    return this.first.addKeyed(
+      name,
+      () => new KeyedCoProcessOperator(name, k1, k2, perSubtask(fn)) as AnyOperator,
+      [this.first.edge(0), this.second.edge(1)],
+      { operator: 'keyed co-process' },
+    );
   }
 }

@@ -1,4 +1,4 @@
-import type { CheckpointMetadata, TaskId, TaskStateHandle } from './types.ts';
+import type { CheckpointMetadata, OperatorStateRecord, TaskId, TaskStateHandle } from './types.ts';
 
 /**
  * What the checkpoint coordinator tells its driver to do, and the plain-data state it decides from. The state is
@@ -150,4 +150,6 @@ export interface CoordinatorState {
   readonly retained: readonly number[];
   /** Oldest first, at most `historySize` entries. */
   readonly history: readonly CheckpointHistoryEntry[];
+  /** What each operator's state means, copied into every checkpoint's metadata. */
+  readonly operators?: readonly OperatorStateRecord[];
 }

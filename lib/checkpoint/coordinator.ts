@@ -10,7 +10,7 @@ import type {
 } from './coordinator-protocol.ts';
 import { compareTaskIds, describeTask, sameTask } from './task-ids.ts';
 import { CHECKPOINT_FORMAT_VERSION } from './types.ts';
-import type { CheckpointMetadata, TaskId, TaskStateHandle } from './types.ts';
+import type { CheckpointMetadata, OperatorStateRecord, TaskId, TaskStateHandle } from './types.ts';
 
 /**
  * The checkpoint coordinator as a pure state machine: every input is an event with the current time, every method
@@ -43,6 +43,8 @@ export interface CoordinatorInit {
   readonly retainedCheckpointIds?: readonly number[];
   /** History of an earlier attempt of the same run (its `state.history`, oldest first), kept for the REST API. */
   readonly history?: readonly CheckpointHistoryEntry[];
+  /** What each operator's state means; written into every checkpoint's metadata. @default not recorded */
+  readonly operators?: readonly OperatorStateRecord[];
 }
 
 export interface CoordinatorStep {
@@ -103,6 +105,7 @@ export class CheckpointCoordinator {
       finalRequested: false,
       retained,
       history,
+      ...(init.operators === undefined ? {} : { operators: init.operators }),
     });
   }
 
@@ -466,6 +469,7 @@ function startCommit(d: Draft, now: number, out: Out): void {
     parallelism: d.parallelism,
     tasks,
     ...(finishedTasks.length > 0 ? { finishedTasks } : {}),
+    ...(d.operators === undefined ? {} : { operators: d.operators }),
   };
   out.push({ kind: 'commitMetadata', metadata });
 }

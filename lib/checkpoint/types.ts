@@ -56,6 +56,26 @@ export interface CheckpointMetadata {
    * they have no state in it; a restore must not start them from scratch. Absent when there are none.
    */
   readonly finishedTasks?: readonly TaskId[];
+  /**
+   * What each operator's state means, so that a restore into a job whose operator reads it differently is refused.
+   * Absent in checkpoints written before it was recorded: those restore unchecked.
+   */
+  readonly operators?: readonly OperatorStateRecord[];
+}
+
+/** Properties of an operator that decide how its state reads (window size, accumulator shape, state version, ...). */
+export type StateMeaning = Readonly<Record<string, string | number>>;
+
+/** One operator (or source) of the job that wrote a checkpoint. */
+export interface OperatorStateRecord {
+  /** Its logical node id in that job. */
+  readonly nodeId: number;
+  /** The vertex (operator chain) that ran it; the task files are per vertex. */
+  readonly vertex: number;
+  readonly name: string;
+  /** It keeps state a restore must place: keyed state, operator state (sink transactions), source positions. */
+  readonly stateful: boolean;
+  readonly meaning: StateMeaning;
 }
 
 export const CHECKPOINT_FORMAT_VERSION = 1;

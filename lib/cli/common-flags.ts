@@ -42,6 +42,16 @@ export const COMMON_FLAGS = {
     type: 'boolean',
     description: 'discard the checkpoints in --checkpoint-dir and start from the beginning (or from --restore)',
   },
+  allowReplay: {
+    type: 'boolean',
+    description:
+      'when the newest checkpoints in --checkpoint-dir are corrupt, restore from the newest usable older one anyway: the output those corrupt checkpoints committed is written again (duplicates). Without it such a start is refused (exit 2). Starting from the beginning while checkpoints exist always needs --fresh',
+  },
+  allowNonRestoredState: {
+    type: 'boolean',
+    description:
+      'restore although the checkpoint or savepoint has state of operators the job no longer has (found by operator name), dropping that state; without it such a restore is refused (exit 2)',
+  },
   restore: {
     type: 'string',
     description:

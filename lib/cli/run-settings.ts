@@ -14,6 +14,8 @@ export interface RunSettings {
 /** Flags that only make sense with --checkpoint-dir, and why. */
 const NEED_CHECKPOINT_DIR: readonly [key: string, flag: string, why: string][] = [
   ['fresh', '--fresh', 'it discards the checkpoints in that folder'],
+  ['allowReplay', '--allow-replay', 'it lets a restore pass over corrupt checkpoints in that folder'],
+  ['allowNonRestoredState', '--allow-non-restored-state', 'it drops state of a restored checkpoint or savepoint'],
   ['restore', '--restore', 'a restored job keeps its exactly-once guarantees only if it checkpoints'],
   ['savepointDir', '--savepoint-dir', 'savepoints are checkpoints, which a job takes only when it checkpoints'],
 ];
@@ -53,6 +55,8 @@ export function toRunSettings(common: Record<string, unknown>): RunSettings {
       intervalMs: common['checkpointIntervalMs'] as number,
       tolerableFailures: common['tolerableCheckpointFailures'] as number,
       fresh: common['fresh'] === true,
+      allowReplay: common['allowReplay'] === true,
+      allowNonRestoredState: common['allowNonRestoredState'] === true,
       ...(savepointDir === undefined ? {} : { savepointDir }),
       ...(restore === undefined ? {} : { restore }),
     },

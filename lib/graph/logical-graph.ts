@@ -2,6 +2,7 @@ import { ConfigError, type Key } from '../core/index.ts';
 import type { Operator } from '../operators/operator.ts';
 import type { Source } from '../connectors/source.ts';
 import type { WatermarkStrategy } from '../api/watermark-strategy.ts';
+import type { StateMeaning } from '../checkpoint/types.ts';
 
 /** How records of an edge are distributed over the downstream subtasks. */
 export type PartitionerSpec =
@@ -30,6 +31,13 @@ interface NodeBase {
   /** Undefined: the job's default parallelism. */
   parallelism: number | undefined;
   readonly inputs: LogicalEdge[];
+  /**
+   * What the operator's state means (window assigner and sizes, function kind, accumulator shape), recorded in
+   * checkpoints so that a restore into an operator that reads the state differently is refused.
+   */
+  readonly stateMeaning: StateMeaning;
+  /** The user's version of the operator's state schema (`.stateVersion(n)`); a restore needs the same. */
+  stateVersion: number | undefined;
 }
 
 export interface SourceNode extends NodeBase {
@@ -55,7 +63,17 @@ export class LogicalGraph {
   readonly nodes: LogicalNode[] = [];
 
   addSource(name: string, source: Source<unknown>, watermarks: WatermarkStrategy<unknown> | undefined): SourceNode {
-    const node: SourceNode = { kind: 'source', id: this.nodes.length, name, parallelism: undefined, inputs: [], source, watermarks };
+    const node: SourceNode = {
+      kind: 'source',
+      id: this.nodes.length,
+      name,
+      parallelism: undefined,
+      inputs: [],
+      source,
+      watermarks,
+      stateMeaning: { operator: 'source' },
+      stateVersion: undefined,
+    };
     this.nodes.push(node);
     return node;
   }
@@ -64,7 +82,7 @@ export class LogicalGraph {
     name: string,
     createOperator: () => Operator<unknown, unknown>,
     inputs: LogicalEdge[],
-    options: { keyed?: boolean; isSink?: boolean; parallelism?: number } = {},
+    options: { keyed?: boolean; isSink?: boolean; parallelism?: number; stateMeaning?: StateMeaning } = {},
   ): OperatorNode {
     const node: OperatorNode = {
       kind: 'operator',
@@ -75,6 +93,8 @@ export class LogicalGraph {
       createOperator,
       keyed: options.keyed ?? false,
       isSink: options.isSink ?? false,
+      stateMeaning: options.stateMeaning ?? {},
+      stateVersion: undefined,
     };
     this.nodes.push(node);
     return node;

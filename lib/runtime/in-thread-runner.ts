@@ -1,3 +1,4 @@
+import { operatorStateRecords } from '../graph/operator-records.ts';
 import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock } from '../core/index.ts';
 import type { StreamEnvironment } from '../api/environment.ts';
@@ -95,7 +96,7 @@ async function runCheckpointed(
     attempt: async (restoreFrom) => {
       if (restoreFrom !== undefined) log(restoredFromLine(prepared, restoreFrom));
       const restored =
-        restoreFrom === undefined ? undefined : await loadRestoredJob(restoreReader(prepared, restoreFrom), restoreFrom, allVertices);
+        restoreFrom === undefined ? undefined : await loadRestoredJob(restoreReader(prepared, restoreFrom), restoreFrom, plan, allVertices);
       let tasks: DeployedTask[] = [];
       const driver = new EmbeddedCheckpointDriver({
         options: config,
@@ -105,6 +106,7 @@ async function runCheckpointed(
         maxParallelism: plan.maxParallelism,
         lastCheckpointId: Math.max(lastCheckpointId, restoreFrom?.checkpointId ?? 0),
         retainedCheckpointIds: await retainedCheckpointIds(prepared.storage),
+        operators: operatorStateRecords(plan),
         dispatch: {
           trigger: (barrier) => tasks.forEach((t) => t.triggerCheckpoint(barrier)),
           notifyComplete: (id, final) => hub.notifyComplete(id, final),

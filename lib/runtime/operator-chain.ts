@@ -13,6 +13,7 @@ import type { InternalTimerService, TimerKeyGroupSnapshot } from '../operators/t
 import type { KeyedStateBackend, KeyedStateHandle, PendingKeyedSnapshot, SharedStateStore } from '../state/index.ts';
 import type { RecordWriter } from './record-writer.ts';
 import { failPoint } from './checkpointing/fault-injection.ts';
+import { trackStateDeclarations, type DeclaredState } from './state-declarations.ts';
 
 /** Which operator subtask a keyed state backend serves: file-based backends name their local directory after it. */
 export interface KeyedStateScope {
@@ -61,6 +62,8 @@ export interface ChainSetup {
 /** One operator's part of a task snapshot; a pending keyed snapshot is completed by the asynchronous phase. */
 export interface OperatorSnapshot {
   readonly nodeId: number;
+  /** The keyed states the operator declared (name, kind, TTL), which a restore must agree with. */
+  readonly states?: DeclaredState[] | undefined;
   readonly keyed?: KeyedStateHandle | PendingKeyedSnapshot | undefined;
   readonly timers?: TimerKeyGroupSnapshot[] | undefined;
   readonly operatorState?: unknown[] | undefined;
@@ -70,6 +73,8 @@ export interface OperatorSnapshot {
 /** What one operator of the chain starts from: every old subtask's keyed state and timers (each keeps its key
  * groups), the operator-state items dealt to this subtask, and the watermark it had reached. */
 export interface RestoredOperatorState {
+  /** The keyed states the operator had declared; empty in snapshots from before they were recorded. */
+  readonly states: readonly DeclaredState[];
   readonly keyed: readonly KeyedStateHandle[];
   readonly timers: readonly TimerKeyGroupSnapshot[];
   readonly items: readonly unknown[];
@@ -82,6 +87,8 @@ interface Slot {
   readonly output: IdleAwareOutput<unknown>;
   readonly keyedState: KeyedStateBackend | undefined;
   readonly timers: InternalTimerService | undefined;
+  /** The states the operator declared so far (set once it opens with keyed state). */
+  declaredStates: (() => DeclaredState[]) | undefined;
   watermark: number;
   wakeupAt: number;
 }
@@ -118,6 +125,7 @@ export class OperatorChain {
         output: this.outputFor(node.id, i + 1),
         keyedState,
         timers: keyedState === undefined ? undefined : setup.services.createTimerService(setup.maxParallelism, keyedState),
+        declaredStates: undefined,
         watermark: Number.NEGATIVE_INFINITY,
         wakeupAt: Number.POSITIVE_INFINITY,
       };
@@ -144,6 +152,9 @@ export class OperatorChain {
         const fromFiles = slot.keyedState?.takeRestoredTimers?.() ?? [];
         slot.timers?.restore(fromFiles.length === 0 ? restored.timers : [...restored.timers, ...fromFiles], range);
         slot.watermark = restored.watermark;
+      }
+      if (slot.keyedState !== undefined) {
+        slot.declaredStates = trackStateDeclarations(slot.keyedState, node.name, restored?.states ?? []);
       }
       await slot.operator.initializeState?.(restored?.items ?? []);
       const ctx: OperatorContext = {
@@ -179,6 +190,7 @@ export class OperatorChain {
       // first, and this task's records wait meanwhile.
       result.push({
         nodeId: slot.nodeId,
+        ...(slot.declaredStates === undefined ? {} : { states: slot.declaredStates() }),
         keyed,
         timers,
         operatorState: operatorState instanceof Promise ? await operatorState : operatorState,

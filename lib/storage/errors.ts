@@ -2,21 +2,25 @@ import { SluiceError } from '../core/index.ts';
 
 /**
  * A checkpoint file is not what its writer produced: truncated, altered, missing, or from an unknown format.
- * Reading it again cannot help, so it is not retriable; recovery falls back to an older checkpoint.
+ * Reading it again cannot help, so it is not retriable. Falling back to an older checkpoint would replay output
+ * this one's sinks committed, so a restore refuses unless the user accepts it (see planRestore).
  */
 export class CheckpointCorruptError extends SluiceError {
   /** The file (or checkpoint directory) that failed verification. */
   readonly path: string;
+  /** What is wrong with it, without advice: `checkpoint file … is unusable: …`. */
+  readonly problem: string;
 
   constructor(path: string, problem: string, options: { cause?: unknown } = {}) {
+    const what = `checkpoint file ${path} is unusable: ${problem}`;
     super(
       'CHECKPOINT_CORRUPT',
-      `checkpoint file ${path} is unusable: ${problem}. ` +
-        'Sluice restores from the previous complete checkpoint instead; delete this checkpoint directory, ' +
+      `${what}. Restore from an older checkpoint with --allow-replay (its output since is written again), ` +
         'or start with --fresh to ignore all checkpoints.',
       { cause: options.cause, retriable: false },
     );
     this.path = path;
+    this.problem = what;
   }
 }
 

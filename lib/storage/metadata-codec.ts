@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { CHECKPOINT_FORMAT_VERSION } from '../checkpoint/types.ts';
-import type { CheckpointMetadata, TaskStateHandle } from '../checkpoint/types.ts';
+import type { CheckpointMetadata, OperatorStateRecord, TaskStateHandle } from '../checkpoint/types.ts';
 import { parseSharedFilePath, parseTaskStatePath } from '../checkpoint/naming.ts';
 import { CheckpointCorruptError } from './errors.ts';
 
@@ -109,7 +109,20 @@ function checkMetadata(value: unknown, source: string): CheckpointMetadata {
       }
     }
   }
+  if (m.operators !== undefined) {
+    if (!Array.isArray(m.operators)) fail('an "operators" that is not a list');
+    (m.operators as unknown[]).forEach((o, i) => checkOperator(o, i, fail));
+  }
   return value as CheckpointMetadata;
+}
+
+function checkOperator(value: unknown, index: number, fail: (what: string) => never): void {
+  const o = value as Partial<Record<keyof OperatorStateRecord, unknown>> | null;
+  const ok =
+    typeof o === 'object' && o !== null && isCount(o.nodeId) && isCount(o.vertex) && typeof o.name === 'string' &&
+    typeof o.stateful === 'boolean' && typeof o.meaning === 'object' && o.meaning !== null && !Array.isArray(o.meaning) &&
+    Object.values(o.meaning).every((v) => typeof v === 'string' || typeof v === 'number');
+  if (!ok) fail(`an invalid operator entry #${index}`);
 }
 
 function checkTask(value: unknown, index: number, fail: (what: string) => never): void {

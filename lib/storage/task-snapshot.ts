@@ -3,6 +3,8 @@ import type { KeyedStateHandle, PendingKeyedSnapshot } from '../state/index.ts';
 /** The state of one operator of a chained task, as plain data. */
 export interface OperatorSnapshot {
   readonly nodeId: number;
+  /** The keyed states the operator declared: `{ name, kind, ttlMs? }` (absent in older snapshots). */
+  readonly states?: unknown[];
   /** A pending snapshot (file-based state) exists only between the two phases; files are written before encoding. */
   readonly keyed?: KeyedStateHandle | PendingKeyedSnapshot | undefined;
   readonly timers?: unknown;

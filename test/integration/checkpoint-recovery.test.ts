@@ -87,7 +87,7 @@ describe('checkpoints and recovery (in-thread)', () => {
     expect([...committed.values()].flat().map((r) => JSON.stringify(r)).sort()).toEqual(await reference(events));
   });
 
-  it('skips a corrupt latest checkpoint with a warning and restores the previous complete one', async () => {
+  it('refuses to fall back past a corrupt latest checkpoint; with allowReplay restores the previous complete one', async () => {
     const dir = tempDir();
     const events = 10_000;
     const committed = new Map<string, Row[]>();
@@ -107,14 +107,22 @@ describe('checkpoints and recovery (in-thread)', () => {
     const newest = checkpoints[checkpoints.length - 1]!;
     const stateFile = readdirSync(join(dir, newest)).find((f) => f.endsWith('.state'))!;
     appendFileSync(join(dir, newest, stateFile), 'garbage');
-    const logs: string[] = [];
-    await runInThisThread(buildJob(1, events, committed, failAt), { checkpointing: { dir, intervalMs: 20 }, log: (l) => logs.push(l) });
     const newestId = Number(newest.slice(4));
-    expect(logs.some((l) => l.startsWith(`warning: skipping checkpoint ${newestId}`))).toBe(true);
+    const before = [...committed.values()].flat().length;
+    await expect(
+      runInThisThread(buildJob(1, events, committed, failAt), { checkpointing: { dir, intervalMs: 20 }, log: () => {} }),
+    ).rejects.toThrow(new RegExp(`checkpoint ${newestId} in .* is corrupt:.*would replay the output committed by checkpoint ${newestId}.*--allow-replay`, 's'));
+    expect([...committed.values()].flat().length).toBe(before);
+    const logs: string[] = [];
+    await runInThisThread(buildJob(1, events, committed, failAt), {
+      checkpointing: { dir, intervalMs: 20, allowReplay: true },
+      log: (l) => logs.push(l),
+    });
+    expect(logs.some((l) => l.startsWith(`warning: --allow-replay: checkpoint ${newestId} corrupt`))).toBe(true);
     const restored = logs.map((l) => /restored from checkpoint (\d+)/.exec(l)).find((m) => m !== null);
     expect(Number(restored![1])).toBeLessThan(newestId);
     // Nothing is lost. What the skipped checkpoint had already committed is produced again by the replay from the
-    // older one: falling back past a committed checkpoint cannot be exactly-once (as in Flink).
+    // older one: falling back past a committed checkpoint cannot be exactly-once, hence the explicit allowReplay.
     const distinct = [...new Set([...committed.values()].flat().map((r) => JSON.stringify(r)))].sort();
     expect(distinct).toEqual(await reference(events));
   });

@@ -1,5 +1,6 @@
 import {
   batchOf,
+  ConfigError,
   MIN_WATERMARK,
   NO_TIMESTAMP,
   UserFunctionError,
@@ -191,13 +192,17 @@ export function keyedRuntimeContext(ctx: OperatorContext, state: KeyedStateBacke
   };
 }
 
-/** Wraps a throw from user code; an error that already names a user function passes through unchanged. */
+/**
+ * Wraps a throw from user code; an error that already names a user function passes through unchanged, and so
+ * does a ConfigError the engine threw into user code (a state declaration the restored state contradicts): it is
+ * the job's configuration that is wrong, exit code 2, not the function.
+ */
 export function userFunctionError(
   ctx: OperatorContext,
   operatorName: string,
   origin: RecordOrigin | undefined,
   err: unknown,
-): UserFunctionError {
-  if (err instanceof UserFunctionError) return err;
+): UserFunctionError | ConfigError {
+  if (err instanceof UserFunctionError || err instanceof ConfigError) return err;
   return new UserFunctionError(operatorName, ctx.subtask, origin, err);
 }

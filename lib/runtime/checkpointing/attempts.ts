@@ -3,6 +3,7 @@ import type { PhysicalPlan } from '../../graph/physical-plan.ts';
 import type { TaskId } from '../../checkpoint/types.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
 import type { CheckpointStorage } from '../../storage/checkpoint-storage.ts';
+import { planRestore, type CorruptCheckpoint, type RestoreStart } from '../../checkpoint/restore-plan.ts';
 import { restartDelay, type RestartStrategy } from './checkpointing-config.ts';
 
 export function allTasks(plan: PhysicalPlan): TaskId[] {
@@ -33,6 +34,8 @@ export async function runAttempts<T>(options: {
    * savepoint the run was restored from). @default every checkpoint of `storage` counts
    */
   restartFloor?: number;
+  /** Pass over corrupt checkpoints at a restart although their output is replayed (see planRestore). @default false */
+  allowReplay?: boolean;
   log: (line: string) => void;
   attempt: (restoreFrom: CheckpointMetadata | undefined) => Promise<T>;
 }): Promise<T> {
@@ -41,14 +44,16 @@ export async function runAttempts<T>(options: {
     try {
       return await options.attempt(restoreFrom);
     } catch (err) {
-      // A configuration error (a refused output file, a bad path) fails every attempt the same way: report it now.
+      // A configuration error (a refused output file, a bad path, state the restored checkpoint contradicts) fails
+      // every attempt the same way: report it now.
       const delay = isConfigError(err) ? undefined : restartDelay(options.strategy, attempt);
       if (delay === undefined) throw err;
       options.log(`job failed: ${err instanceof Error ? err.message : String(err)}; restart ${attempt} in ${delay} ms`);
       await new Promise((r) => setTimeout(r, delay));
+      const corrupt: CorruptCheckpoint[] = [];
       let latest: CheckpointMetadata | undefined;
       try {
-        latest = await options.storage.latestComplete((id, reason) => options.log(`warning: skipping checkpoint ${id}: ${reason}`));
+        latest = await options.storage.latestComplete((checkpointId, reason) => corrupt.push({ checkpointId, reason }));
       } catch (storageError) {
         // Storage that cannot be read cannot be restarted from; the attempt's failure usually says why.
         options.log(`cannot restart: ${storageError instanceof Error ? storageError.message : String(storageError)}`);
@@ -56,6 +61,21 @@ export async function runAttempts<T>(options: {
       }
       const floor = options.restartFloor;
       restoreFrom = floor === undefined || (latest !== undefined && latest.checkpointId > floor) ? latest : options.first;
+      // The same rule as at start-up: a restart must not silently replay what a corrupt checkpoint committed.
+      const start: RestoreStart =
+        restoreFrom === undefined
+          ? { kind: 'beginning' }
+          : restoreFrom === latest
+            ? { kind: 'checkpoint', checkpointId: restoreFrom.checkpointId }
+            : { kind: 'savepoint', description: `the savepoint of checkpoint ${restoreFrom.checkpointId}` };
+      const plan = planRestore({
+        location: options.storage.location,
+        corrupt,
+        ...(floor === undefined ? {} : { floor }),
+        start,
+        allowReplay: options.allowReplay === true,
+      });
+      for (const line of plan.warnings) options.log(line);
     }
   }
 }

@@ -7,6 +7,18 @@ export interface CheckpointingConfig extends CheckpointCoordinatorOptions {
   dir: string;
   /** Discard the folder's existing checkpoints and start from scratch (or from `restore`). @default false */
   fresh?: boolean;
+  /**
+   * Accept restoring from an older checkpoint (or the savepoint the job was restored from) when newer committed
+   * checkpoints are corrupt, although the sinks then receive again the output those committed. Without it such a
+   * restore is refused. It never allows starting from the beginning while checkpoints exist: that takes `fresh`.
+   * @default false
+   */
+  allowReplay?: boolean;
+  /**
+   * Drop the state of operators the restored checkpoint or savepoint has and the job no longer has (Flink's
+   * `--allow-non-restored-state`). Without it such a restore is refused. @default false
+   */
+  allowNonRestoredState?: boolean;
   /** Folder of savepoints; never cleaned up by retention. @default `<dir>/savepoints` */
   savepointDir?: string;
   /**

@@ -2,7 +2,7 @@ import { InternalError, type BarrierElement } from '../../core/index.ts';
 import { CheckpointCoordinator, type CoordinatorStep } from '../../checkpoint/coordinator.ts';
 import type { CheckpointCoordinatorOptions } from '../../checkpoint/coordinator-options.ts';
 import type { CheckpointHistoryEntry, CoordinatorCommand } from '../../checkpoint/coordinator-protocol.ts';
-import type { CheckpointMetadata, TaskId, TaskStateHandle } from '../../checkpoint/types.ts';
+import type { CheckpointMetadata, OperatorStateRecord, TaskId, TaskStateHandle } from '../../checkpoint/types.ts';
 import type { CheckpointStorage, TaskStateReader } from '../../storage/checkpoint-storage.ts';
 import { JobNotRunningError, SavepointFailedError } from '../control/control-errors.ts';
 import type { CoordinatorLink } from './checkpoint-hub.ts';
@@ -65,6 +65,8 @@ export interface EmbeddedDriverInit {
   /** History and savepoint paths of the previous attempt of the same run (`historyState`, `savepointPaths`). */
   readonly history?: readonly CheckpointHistoryEntry[];
   readonly savepointPaths?: ReadonlyMap<number, string>;
+  /** What each operator's state means (operatorStateRecords of the plan), recorded in every checkpoint. */
+  readonly operators?: readonly OperatorStateRecord[];
 }
 
 /**
@@ -106,6 +108,7 @@ export class EmbeddedCheckpointDriver implements CoordinatorLink {
       lastCheckpointId: init.lastCheckpointId,
       retainedCheckpointIds: init.retainedCheckpointIds,
       history: init.history,
+      ...(init.operators === undefined ? {} : { operators: init.operators }),
     });
     this.paths = new Map(init.savepointPaths);
     this.schedule();

@@ -6,7 +6,7 @@ import type { CheckpointMetadata } from '../../checkpoint/types.ts';
 import type { PhysicalPlan } from '../../graph/physical-plan.ts';
 import { CheckpointCorruptError } from '../../storage/errors.ts';
 import { SnapshotDirectory } from '../../storage/fs/snapshot-directory.ts';
-import { checkCompatible } from './restore-plan.ts';
+import { checkCompatible, type CompatibilityOptions } from './restore-plan.ts';
 
 /** A savepoint, or a checkpoint directory, named by `--restore`: read from where it is, not from checkpoint storage. */
 export interface ExternalRestore {
@@ -23,7 +23,7 @@ export interface ExternalRestore {
  * the same number of key groups (parallelism may differ) and the same job graph. Problems are ConfigErrors: the
  * job does not start.
  */
-export async function openExternalRestore(path: string, plan: PhysicalPlan): Promise<ExternalRestore> {
+export async function openExternalRestore(path: string, plan: PhysicalPlan, options: CompatibilityOptions = {}): Promise<ExternalRestore> {
   const reader = new SnapshotDirectory(path);
   if (!(await reader.hasMetadata())) throw new ConfigError(await whyNotRestorable(reader.path));
   let metadata: CheckpointMetadata;
@@ -32,9 +32,8 @@ export async function openExternalRestore(path: string, plan: PhysicalPlan): Pro
     await reader.verifyTaskFiles(metadata);
   } catch (err) {
     if (!(err instanceof CheckpointCorruptError)) throw err;
-    // Drop the storage error's advice (fall back to an older checkpoint), which does not apply to --restore.
-    const problem = err.message.split('. Sluice restores')[0];
-    throw new ConfigError(`cannot restore from ${reader.path}: ${problem}`, { cause: err });
+    // Without the storage error's advice (fall back to an older checkpoint), which does not apply to --restore.
+    throw new ConfigError(`cannot restore from ${reader.path}: ${err.problem}`, { cause: err });
   }
   const what = metadata.savepoint ? `savepoint ${reader.path}` : `checkpoint ${metadata.checkpointId} (${reader.path})`;
   if (metadata.maxParallelism !== plan.maxParallelism) {
@@ -45,7 +44,7 @@ export async function openExternalRestore(path: string, plan: PhysicalPlan): Pro
         `(any --parallelism up to ${metadata.maxParallelism} works)`,
     );
   }
-  checkCompatible(metadata, plan, reader.path);
+  checkCompatible(metadata, plan, reader.path, options);
   return { metadata, dir: reader.path, reader, description: what };
 }
 

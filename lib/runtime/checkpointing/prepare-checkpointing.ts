@@ -1,6 +1,7 @@
 import { join, resolve } from 'node:path';
 import { ConfigError } from '../../core/index.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
+import { planRestore, type CorruptCheckpoint, type RestoreStart } from '../../checkpoint/restore-plan.ts';
 import type { PhysicalPlan } from '../../graph/physical-plan.ts';
 import type { CheckpointStorage, TaskStateReader } from '../../storage/checkpoint-storage.ts';
 import { FileSavepointStorage } from '../../storage/fs/file-savepoint-storage.ts';
@@ -29,11 +30,13 @@ export interface PreparedCheckpointing {
    * from `latest` again (checkpoints at or below it predate a `--restore`).
    */
   readonly restartFloor: number;
+  /** `--allow-replay`: a restart may also pass over corrupt checkpoints (see planRestore). */
+  readonly allowReplay: boolean;
 }
 
 /**
  * At start-up: removes what crashed checkpoints and savepoints left, finds where to start, and checks it belongs
- * to this job. That is the latest complete checkpoint (skipping corrupt ones with a warning), unless the folder's
+ * to this job. That is the latest complete checkpoint (passing over corrupt ones only as planRestore allows), unless the folder's
  * job was restored from a savepoint (`--restore`) or stopped with one, as restore.json records, and has completed
  * no checkpoint since: then that savepoint. `--fresh` discards the folder's checkpoints (and restore.json) first.
  */
@@ -48,37 +51,40 @@ export async function prepareCheckpointing(
   await savepoints.removeIncomplete();
   let listed = await storage.list();
   let lastCheckpointId = Math.max(0, ...removed, ...listed.map((c) => c.checkpointId));
-  let marker = await readRestoreMarker(storage.records, storage.location);
+  let marker: RestoreMarker | undefined;
   if (config.fresh === true) {
     if (listed.length > 0) {
       for (const c of listed) await storage.discard(c.checkpointId);
       log(`--fresh: discarded ${listed.length} checkpoint(s) in ${storage.location}`);
     }
-    if (marker !== undefined) await removeRestoreMarker(storage.records);
+    // Not read first: --fresh is how a user gets past a damaged restore.json.
+    await removeRestoreMarker(storage.records);
     listed = [];
-    marker = undefined;
+  } else {
+    marker = await readRestoreMarker(storage.records, storage.location);
   }
   let external: ExternalRestore | undefined;
+  const compatibility = { allowNonRestoredState: config.allowNonRestoredState === true, log };
   if (config.restore !== undefined && resolve(config.restore) !== marker?.source) {
     // Checked before the marker is written, so a savepoint this job cannot use leaves the folder as it was.
-    external = await openExternalRestore(config.restore, plan);
+    external = await openExternalRestore(config.restore, plan, compatibility);
     marker = { source: external.dir, checkpointId: external.metadata.checkpointId, floor: lastCheckpointId };
     await writeRestoreMarker(storage.records, marker);
   }
-  const own =
-    config.fresh === true
-      ? undefined
-      : await storage.latestComplete((id, reason) => log(`warning: skipping checkpoint ${id}: ${reason}`));
+  const corrupt: CorruptCheckpoint[] = [];
+  const own = config.fresh === true ? undefined : await storage.latestComplete((checkpointId, reason) => corrupt.push({ checkpointId, reason }));
   let latest: CheckpointMetadata | undefined;
   if (marker === undefined || (own !== undefined && own.checkpointId > marker.floor)) {
     latest = own;
     external = undefined;
-    if (latest !== undefined) checkCompatible(latest, plan, storage.location);
+    const start: RestoreStart = latest === undefined ? { kind: 'beginning' } : { kind: 'checkpoint', checkpointId: latest.checkpointId };
+    for (const line of planRestore({ location: storage.location, corrupt, start, allowReplay: config.allowReplay === true }).warnings) log(line);
+    if (latest !== undefined) checkCompatible(latest, plan, storage.location, compatibility);
     if (latest !== undefined && config.restore !== undefined) {
       log(`--restore ${config.restore}: the job in ${storage.location} was restored from it before; resuming from its latest checkpoint`);
     }
   } else {
-    external ??= await openExternalRestore(marker.source, plan).catch((err: unknown) => {
+    external ??= await openExternalRestore(marker.source, plan, compatibility).catch((err: unknown) => {
       if (config.restore !== undefined || !(err instanceof ConfigError)) throw err;
       throw new ConfigError(
         `${err.message} (${RESTORE_MARKER_FILE} in ${storage.location} says the job continues from it; pass --restore with another savepoint, or --fresh to start from the beginning)`,
@@ -86,20 +92,24 @@ export async function prepareCheckpointing(
       );
     });
     latest = external.metadata;
+    const start: RestoreStart = { kind: 'savepoint', description: external.description };
+    const decision = planRestore({ location: storage.location, corrupt, floor: marker.floor, start, allowReplay: config.allowReplay === true });
+    for (const line of decision.warnings) log(line);
     if (config.restore === undefined) log(resumingRestoreNote(marker, storage.location));
   }
   lastCheckpointId = Math.max(lastCheckpointId, latest?.checkpointId ?? 0);
-  return { storage, savepoints, latest, external, lastCheckpointId, restartFloor: marker?.floor ?? 0 };
+  return { storage, savepoints, latest, external, lastCheckpointId, restartFloor: marker?.floor ?? 0, allowReplay: config.allowReplay === true };
 }
 
 /** What runAttempts needs to know where a restart resumes; the floor only counts when the run started outside `storage`. */
 export function restartOrigin(
   prepared: PreparedCheckpointing,
-): { storage: CheckpointStorage; first: CheckpointMetadata | undefined; restartFloor: number | undefined } {
+): { storage: CheckpointStorage; first: CheckpointMetadata | undefined; restartFloor: number | undefined; allowReplay: boolean } {
   return {
     storage: prepared.storage,
     first: prepared.latest,
     restartFloor: prepared.external === undefined ? undefined : prepared.restartFloor,
+    allowReplay: prepared.allowReplay,
   };
 }
 

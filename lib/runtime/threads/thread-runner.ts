@@ -1,3 +1,4 @@
+import { operatorStateRecords } from '../../graph/operator-records.ts';
 import { randomUUID } from 'node:crypto';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
@@ -174,6 +175,7 @@ function runWithCheckpoints(
         maxParallelism: plan.maxParallelism,
         lastCheckpointId: Math.max(lastCheckpointId, restoreFrom?.checkpointId ?? 0),
         retainedCheckpointIds: await retainedCheckpointIds(prepared.storage),
+        operators: operatorStateRecords(plan),
         history: previous?.historyState,
         savepointPaths: previous?.savepointPaths,
         dispatch: {

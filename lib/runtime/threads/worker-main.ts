@@ -63,7 +63,7 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
     if (init.restoreFrom !== undefined) {
       const mine = new Set(plan.vertices.filter((v) => v.parallelism > init.thread).map((v) => v.id));
       const reader = init.restoreDir === undefined ? storage : new SnapshotDirectory(init.restoreDir);
-      restored = await loadRestoredJob(reader, init.restoreFrom, mine);
+      restored = await loadRestoredJob(reader, init.restoreFrom, plan, mine);
     }
   }
   tasks = deployTasks({

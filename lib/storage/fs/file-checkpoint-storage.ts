@@ -141,7 +141,7 @@ export class FileCheckpointStorage implements CheckpointStorage {
         return checkpoint.metadata;
       } catch (error) {
         if (!(error instanceof CheckpointCorruptError)) throw error;
-        onSkip?.(checkpoint.checkpointId, error.message);
+        onSkip?.(checkpoint.checkpointId, error.problem);
       }
     }
     return undefined;
@@ -221,7 +221,7 @@ export class FileCheckpointStorage implements CheckpointStorage {
       return { status: 'complete', checkpointId, metadata: decodeMetadata(bytes, file, checkpointId) };
     } catch (error) {
       if (!(error instanceof CheckpointCorruptError)) throw error;
-      return { status: 'corrupt', checkpointId, reason: error.message };
+      return { status: 'corrupt', checkpointId, reason: error.problem };
     }
   }
 

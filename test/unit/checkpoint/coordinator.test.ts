@@ -52,6 +52,15 @@ function complete(c: CheckpointCoordinator, now: number): { coordinator: Checkpo
   return acked.coordinator.metadataCommitted(id, now);
 }
 
+describe('operator records', () => {
+  it('writes what each operator`s state means into every checkpoint`s metadata', () => {
+    const operators = [{ nodeId: 2, vertex: 1, name: 'account totals', stateful: true, meaning: { operator: 'window', sizeMs: 10_000 } }];
+    const c = start({}, { operators }).tick(T0 + 100).coordinator;
+    const acked = ackAll(c, 1, T0 + 110);
+    expect(acked.commands).toMatchObject([{ kind: 'commitMetadata', metadata: { checkpointId: 1, operators } }]);
+  });
+});
+
 describe('coordinator options', () => {
   it('fills in documented defaults', () => {
     expect(compileCoordinatorOptions({ intervalMs: 5000 })).toEqual({

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StreamEnvironment, collectSink, ConfigError } from '../../../lib/index.ts';
@@ -48,7 +48,10 @@ async function snapshot(dir: string, id: number, savepoint: boolean, maxParallel
   return { metadata, path };
 }
 
-const config = (dir: string, extra: { restore?: string; fresh?: boolean } = {}) => ({ dir, intervalMs: 1000, ...extra });
+const config = (dir: string, extra: { restore?: string; fresh?: boolean; allowReplay?: boolean } = {}) => ({ dir, intervalMs: 1000, ...extra });
+
+/** Damages the task state file of checkpoint `id` in `dir`. */
+const corrupt = (dir: string, id: number) => appendFile(join(dir, `chk-${String(id).padStart(10, '0')}`, taskStateFileName({ vertex: 0, subtask: 0 })), 'garbage');
 
 describe('prepareCheckpointing with savepoints', () => {
   it('starts from --restore, records it, and resumes from the restored job`s own checkpoints once there are some', async () => {
@@ -118,5 +121,65 @@ describe('prepareCheckpointing with savepoints', () => {
     await prepareCheckpointing(config(dir, { restore: path! }), plan, () => {});
     await rm(path!, { recursive: true });
     await expect(prepareCheckpointing(config(dir), plan, () => {})).rejects.toThrow(/restore\.json in .* says the job continues from it/);
+  });
+});
+
+describe('prepareCheckpointing with corrupt checkpoints', () => {
+  it('refuses to fall back past a corrupt checkpoint, naming it and what would be replayed, unless --allow-replay', async () => {
+    const dir = join(root, 'ckpt');
+    for (const id of [11, 12, 13]) await snapshot(dir, id, false);
+    await corrupt(dir, 12);
+    await corrupt(dir, 13);
+    const refused = prepareCheckpointing(config(dir), plan, () => {});
+    await expect(refused).rejects.toThrow(ConfigError);
+    await expect(refused).rejects.toThrow(
+      /checkpoints 12, 13 in .* are corrupt:\n  checkpoint 12: checkpoint file .*chk-0000000012.* is unusable: .*\n  checkpoint 13: .*falling back to checkpoint 11 would replay the output committed by checkpoints 12, 13.*--allow-replay/s,
+    );
+    // The folder is left as it was: the user can still repair it.
+    expect((await new FileCheckpointStorage(dir).list()).map((c) => c.checkpointId)).toEqual([13, 12, 11]);
+    const logs: string[] = [];
+    const accepted = await prepareCheckpointing(config(dir, { allowReplay: true }), plan, (l) => logs.push(l));
+    expect(accepted.latest?.checkpointId).toBe(11);
+    expect(logs.join('\n')).toMatch(/--allow-replay: checkpoints 12, 13 corrupt; falling back to checkpoint 11/);
+  });
+
+  it('never starts from the beginning when every checkpoint is corrupt, even with --allow-replay; --fresh does', async () => {
+    const dir = join(root, 'ckpt');
+    for (const id of [4, 5]) await snapshot(dir, id, false);
+    await corrupt(dir, 4);
+    await writeFile(join(dir, 'chk-0000000005', '_metadata'), 'not metadata');
+    for (const allowReplay of [false, true]) {
+      await expect(prepareCheckpointing(config(dir, { allowReplay }), plan, () => {})).rejects.toThrow(
+        /checkpoints 4, 5 in .* are corrupt:.*checkpoint 5: checkpoint file .*_metadata is unusable.*start from the beginning and write again all output committed by checkpoints 4, 5.*--fresh/s,
+      );
+    }
+    const fresh = await prepareCheckpointing(config(dir, { fresh: true }), plan, () => {});
+    expect(fresh.latest).toBeUndefined();
+    expect(fresh.lastCheckpointId).toBe(5);
+  });
+
+  it('refuses to go back to the restored savepoint past a corrupt checkpoint of the restored job', async () => {
+    const { path } = await snapshot(join(root, 'old'), 3, true);
+    const dir = join(root, 'new');
+    await snapshot(dir, 2, false); // an older job's checkpoint, corrupt: below the floor, so it replays nothing
+    await corrupt(dir, 2);
+    await prepareCheckpointing(config(dir, { restore: path }), plan, () => {});
+    await snapshot(dir, 4, false);
+    await corrupt(dir, 4);
+    await expect(prepareCheckpointing(config(dir), plan, () => {})).rejects.toThrow(
+      /checkpoint 4 in .* is corrupt:.*falling back to savepoint .* \(restore\.json\) would replay the output committed by checkpoint 4/s,
+    );
+    const accepted = await prepareCheckpointing(config(dir, { allowReplay: true }), plan, () => {});
+    expect(accepted.external?.dir).toBe(path);
+  });
+
+  it('--fresh starts over when restore.json is damaged', async () => {
+    const dir = join(root, 'ckpt');
+    await snapshot(dir, 7, false);
+    await writeFile(join(dir, 'restore.json'), '{"source": ');
+    await expect(prepareCheckpointing(config(dir), plan, () => {})).rejects.toThrow(/restore\.json in .* is not a valid restore record/);
+    const fresh = await prepareCheckpointing(config(dir, { fresh: true }), plan, () => {});
+    expect(fresh.latest).toBeUndefined();
+    expect(existsSync(join(dir, 'restore.json'))).toBe(false);
   });
 });

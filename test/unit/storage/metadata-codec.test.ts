@@ -17,6 +17,10 @@ const metadata: CheckpointMetadata = {
     { task: { vertex: 1, subtask: 1 }, vertexName: 'Window → Sink', path: 'chk-0000000012/task-1-1.state', bytes: 0, sha256: 'b'.repeat(64) },
   ],
   finishedTasks: [{ vertex: 0, subtask: 1 }],
+  operators: [
+    { nodeId: 0, vertex: 0, name: 'transactions', stateful: true, meaning: { operator: 'source' } },
+    { nodeId: 2, vertex: 1, name: 'account totals', stateful: true, meaning: { operator: 'window', sizeMs: 10_000, stateVersion: 2 } },
+  ],
 };
 
 function corruptReason(bytes: Uint8Array, expectedId?: number): string {
@@ -62,6 +66,9 @@ describe('checkpoint metadata codec', () => {
     expect(corruptReason(reencode((m) => { (m.tasks as { path: string }[])[0]!.path = '../../etc/passwd'; }))).toContain('#0');
     expect(corruptReason(reencode((m) => { (m.tasks as { path: string }[])[1]!.path = 'chk-0000000012/task-0-0.state'; }))).toContain('#1');
     expect(corruptReason(reencode((m) => { m.finishedTasks = [{ vertex: -1, subtask: 0 }]; }))).toContain('finishedTasks');
+    expect(corruptReason(reencode((m) => { m.operators = {}; }))).toContain('"operators"');
+    expect(corruptReason(reencode((m) => { (m.operators as { meaning: unknown }[])[1]!.meaning = { sizeMs: [1] }; }))).toContain('operator entry #1');
+    expect(corruptReason(reencode((m) => { (m.operators as { stateful: unknown }[])[0]!.stateful = 'yes'; }))).toContain('operator entry #0');
   });
 
   it('rejects every flipped byte and every truncation (property)', () => {

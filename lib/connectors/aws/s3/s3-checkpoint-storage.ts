@@ -156,7 +156,7 @@ export class S3CheckpointStorage implements CheckpointStorage {
         return checkpoint.metadata;
       } catch (error) {
         if (!(error instanceof CheckpointCorruptError)) throw error;
-        onSkip?.(checkpoint.checkpointId, error.message);
+        onSkip?.(checkpoint.checkpointId, error.problem);
       }
     }
     return undefined;
@@ -255,13 +255,13 @@ export class S3CheckpointStorage implements CheckpointStorage {
     if (bytes === undefined) return { status: 'incomplete', checkpointId };
     if (record !== null && (bytes.byteLength !== record.bytes || (await sha256Hex(bytes)) !== record.sha256)) {
       const reason = new CheckpointCorruptError(url, 'it differs from the metadata that was committed (size or sha256 in the commit record)');
-      return { status: 'corrupt', checkpointId, reason: reason.message };
+      return { status: 'corrupt', checkpointId, reason: reason.problem };
     }
     try {
       return { status: 'complete', checkpointId, metadata: decodeMetadata(bytes, url, checkpointId) };
     } catch (error) {
       if (!(error instanceof CheckpointCorruptError)) throw error;
-      return { status: 'corrupt', checkpointId, reason: error.message };
+      return { status: 'corrupt', checkpointId, reason: error.problem };
     }
   }
 

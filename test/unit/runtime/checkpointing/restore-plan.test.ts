@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, StreamEnvironment, collectSink, generatorSource, keyGroupOf } from '../../../../lib/index.ts';
+import { ConfigError, StreamEnvironment, TumblingEventTimeWindows, collectSink, generatorSource, keyGroupOf } from '../../../../lib/index.ts';
+import { operatorStateRecords } from '../../../../lib/graph/operator-records.ts';
 import { buildPhysicalPlan } from '../../../../lib/graph/physical-plan.ts';
-import { checkCompatible, restoredTask, type RestoredJob } from '../../../../lib/runtime/checkpointing/restore-plan.ts';
+import { checkCompatible, operatorOrigins, restoredTask, type RestoredJob } from '../../../../lib/runtime/checkpointing/restore-plan.ts';
 import type { CheckpointMetadata } from '../../../../lib/checkpoint/types.ts';
 import type { TaskSnapshot } from '../../../../lib/storage/task-snapshot.ts';
 import { keyGroupRangeForSubtask } from '../../../../lib/core/index.ts';
@@ -60,7 +61,7 @@ function checkpointAtParallelism2(): RestoredJob {
     put: () => Promise.reject(new Error('a plain snapshot has no shared files')),
     get: () => Promise.reject(new Error('a plain snapshot has no shared files')),
   };
-  return { checkpointId: 7, metadata, snapshots: new Map([[0, sources], [1, windows]]), sharedState: noSharedFiles };
+  return { checkpointId: 7, metadata, snapshots: new Map([[0, sources], [1, windows]]), origins: operatorOrigins(metadata, p), sharedState: noSharedFiles };
 }
 
 describe('restore plan', () => {
@@ -94,5 +95,58 @@ describe('restore plan', () => {
     expect(() => checkCompatible(job.metadata, plan(2, 32), 'dir')).toThrow(/maxParallelism 16 .* now has 32/);
     const other = { ...job.metadata, tasks: [{ task: { vertex: 1, subtask: 0 }, vertexName: 'Something else', path: 'x', bytes: 1, sha256: 'a' }] };
     expect(() => checkCompatible(other, plan(2), 'dir')).toThrow(/belongs to another job graph/);
+  });
+
+  it('refuses a checkpoint whose window operator had another size or accumulator, naming the operator', () => {
+    const windowed = (sizeMs: number, accumulator: () => unknown) => {
+      const env = new StreamEnvironment({ parallelism: 1, maxParallelism: 16 });
+      env
+        .fromSource(generatorSource({ count: 10 }))
+        .keyBy((t) => t.account)
+        .window(TumblingEventTimeWindows.of(sizeMs))
+        .aggregate({ createAccumulator: accumulator, add: (_t, a) => a, getResult: (a) => a, merge: (a) => a }, (v) => v, 'account totals')
+        .sinkTo(collectSink());
+      return buildPhysicalPlan(env.graph, env.options);
+    };
+    const written = windowed(10_000, () => ({ count: 0, total: 0 }));
+    const metadata = { ...checkpointAtParallelism2().metadata, parallelism: { 0: 1, 1: 1 }, operators: operatorStateRecords(written) };
+    expect(() => checkCompatible(metadata, windowed(10_000, () => ({ count: 0, total: 0 })), 'dir')).not.toThrow();
+    expect(() => checkCompatible(metadata, windowed(20_000, () => ({ count: 0, total: 0 })), 'dir')).toThrow(
+      /cannot restore checkpoint 7 in dir: .*\n  operator "account totals": window size 10000 ms in the checkpoint, 20000 ms in the job\n/,
+    );
+    expect(() => checkCompatible(metadata, windowed(10_000, () => ''), 'dir')).toThrow(
+      /operator "account totals": accumulator object \{count, total\} in the checkpoint, string in the job/,
+    );
+  });
+
+  it('finds each operator`s state by name when an operator before it was removed (its node id changed)', () => {
+    const build = (withFilter: boolean) => {
+      const env = new StreamEnvironment({ parallelism: 2, maxParallelism: 16 });
+      let stream = env.fromSource(generatorSource({ count: 10 }));
+      if (withFilter) stream = stream.keyBy((t) => t.account).process({ processElement() {} }, 'dedup');
+      stream.keyBy((t) => t.account).process({ processElement() {} }, 'counts').sinkTo(collectSink());
+      return buildPhysicalPlan(env.graph, env.options);
+    };
+    const job = checkpointAtParallelism2();
+    const before = build(true);
+    const countsBefore = before.vertices.flatMap((v) => v.chain).find((n) => n.name === 'counts')!;
+    const countsVertex = before.vertices.find((v) => v.chain.includes(countsBefore))!;
+    // The fixture's keyed snapshot becomes the state of "counts" in the job that had "dedup" before it.
+    const snapshots = new Map([
+      [0, job.snapshots.get(0)!],
+      [countsVertex.id, job.snapshots.get(1)!.map((t) => ({ ...t, vertex: countsVertex.id, operators: t.operators.map((o, i) => ({ ...o, nodeId: i === 0 ? countsBefore.id : o.nodeId })) }))],
+    ]);
+    const metadata = { ...job.metadata, parallelism: Object.fromEntries(before.vertices.map((v) => [v.id, 2])), operators: operatorStateRecords(before) };
+    const after = build(false);
+    expect(() => checkCompatible(metadata, after, 'dir')).toThrow(/state of operators the job no longer has: "dedup" \(keyed process\)/);
+    const logs: string[] = [];
+    checkCompatible(metadata, after, 'dir', { allowNonRestoredState: true, log: (l) => logs.push(l) });
+    expect(logs).toEqual(['warning: --allow-non-restored-state: dropping the state of "dedup" (keyed process) from checkpoint 7 in dir']);
+    const countsAfter = after.vertices.flatMap((v) => v.chain).find((n) => n.name === 'counts')!;
+    expect(countsAfter.id).not.toBe(countsBefore.id);
+    const restored: RestoredJob = { ...job, metadata, snapshots, origins: operatorOrigins(metadata, after) };
+    const vertex = after.vertices.find((v) => v.chain.includes(countsAfter))!;
+    expect(restoredTask(restored, vertex, 0)!.operators.get(countsAfter.id)!.keyed).toHaveLength(2);
+    expect(restoredTask(restored, after.vertices[0]!, 0)!.splits!.map((x) => x.id)).toEqual(['s0', 's1']);
   });
 });
