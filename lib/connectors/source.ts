@@ -53,6 +53,12 @@ export interface SourceReader<T, S extends SourceSplit = SourceSplit> {
    * barrier with the checkpoint's id (and without one outside checkpoints).
    */
   currentSplits(checkpointId?: number): S[];
+  /**
+   * Watermark alignment: stop returning records of the `pause` splits until they are named in `resume` (split ids;
+   * each call names only changes). While every split with data is paused, `poll` returns 'wait'. Readers without
+   * it are paused as a whole, and only when their subtask's watermark runs ahead.
+   */
+  pauseOrResumeSplits?(pause: readonly string[], resume: readonly string[]): void;
   /** Checkpoint `checkpointId`, whose positions came from `currentSplits(checkpointId)`, is complete. */
   notifyCheckpointComplete?(checkpointId: number): void | Promise<void>;
   close(): Promise<void> | void;
@@ -68,6 +74,11 @@ export interface Source<T, S extends SourceSplit = SourceSplit> {
    * finishes; otherwise a split counts only once it produced a record. @default false
    */
   readonly concurrentSplits?: boolean;
+  /**
+   * Align the watermarks of this source's splits unless the watermark strategy says otherwise (see
+   * WatermarkStrategy.withWatermarkAlignment), with DEFAULT_MAX_ALLOWED_DRIFT_MS. @default false
+   */
+  readonly alignsWatermarks?: boolean;
   /** Default parallelism when the job does not set one: for example 1 for a source that cannot be split. */
   readonly maxParallelism?: number;
   createSplits(ctx: SplitEnumeratorContext): Promise<S[]> | S[];

@@ -21,6 +21,8 @@ import { EmbeddedCheckpointDriver } from './checkpointing/embedded-driver.ts';
 import { CheckpointHub } from './checkpointing/checkpoint-hub.ts';
 import { loadRestoredJob } from './checkpointing/restore-plan.ts';
 import { allTasks, runAttempts, sourceTasks } from './checkpointing/attempts.ts';
+import { AlignmentGroups, alignmentMembers } from './alignment/alignment-groups.ts';
+import { LocalAlignmentLink } from './alignment/alignment-link.ts';
 
 export interface InThreadRunOptions {
   /** Processing-time clock. @default the system clock */
@@ -60,10 +62,12 @@ export async function runInThisThread(env: StreamEnvironment, options: InThreadR
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const splits = await computeSplits(plan);
   const base = { plan, options: env.options, splits, thread: 0, threadOf: () => 0, ports: new Map(), services, clock };
+  // Each attempt aligns afresh: the reports of a failed attempt's tasks say nothing about the next one's.
+  const alignment = () => new LocalAlignmentLink(new AlignmentGroups(alignmentMembers(plan)));
 
   const config = options.checkpointing;
   if (config === undefined) {
-    const tasks = deployTasks({ ...base, checkpoints: NO_CHECKPOINTS, attempt: randomUUID() });
+    const tasks = deployTasks({ ...base, checkpoints: NO_CHECKPOINTS, attempt: randomUUID(), alignment: alignment() });
     await runTasks(tasks);
     return summarize(started, tasks.map((t) => t.metrics));
   }
@@ -95,7 +99,7 @@ export async function runInThisThread(env: StreamEnvironment, options: InThreadR
       });
       const hub = new CheckpointHub(prepared.storage, driver);
       hub.onComplete((id) => tasks.forEach((t) => t.notifyCheckpointComplete(id)));
-      tasks = deployTasks({ ...base, checkpoints: hub, attempt: randomUUID(), restored });
+      tasks = deployTasks({ ...base, checkpoints: hub, attempt: randomUUID(), restored, alignment: alignment() });
       try {
         await runTasks(tasks);
         return summarize(started, tasks.map((t) => t.metrics));

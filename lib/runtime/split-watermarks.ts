@@ -12,6 +12,8 @@ interface SplitState {
   lastRecordAt: number;
   idle: boolean;
   finished: boolean;
+  /** Paused by watermark alignment: not read, yet not idle (its data is waiting, not missing). */
+  paused: boolean;
 }
 
 /**
@@ -34,7 +36,7 @@ export class SplitWatermarks {
   private state(id: string, now: number): SplitState {
     let s = this.splits.get(id);
     if (s === undefined) {
-      s = { generator: this.strategy.createGenerator(), lastRecordAt: now, idle: false, finished: false };
+      s = { generator: this.strategy.createGenerator(), lastRecordAt: now, idle: false, finished: false, paused: false };
       this.splits.set(id, s);
     }
     return s;
@@ -84,6 +86,33 @@ export class SplitWatermarks {
     if (s !== undefined) s.finished = true;
   }
 
+  /** The last watermark emitted: the subtask's watermark as downstream operators see it. */
+  get watermark(): number {
+    return this.emitted;
+  }
+
+  /** Watermark of each split that is neither idle nor finished (what watermark alignment compares). */
+  activeWatermarks(): Map<string, number> {
+    const active = new Map<string, number>();
+    for (const [id, s] of this.splits) {
+      if (!s.finished && !s.idle) active.set(id, s.generator.currentWatermark());
+    }
+    return active;
+  }
+
+  /**
+   * Watermark alignment paused or resumed these splits (all of them when `ids` is undefined). A resumed split's
+   * idle timeout starts again: the time it spent paused was not a time without data.
+   */
+  setPaused(ids: Iterable<string> | undefined, paused: boolean, now: number): void {
+    for (const id of ids ?? this.splits.keys()) {
+      const s = this.splits.get(id);
+      if (s === undefined) continue;
+      s.paused = paused;
+      if (!paused) s.lastRecordAt = now;
+    }
+  }
+
   /** Marks splits idle that had no record for the idle timeout; returns true if every open split is idle. */
   checkIdle(now: number): boolean {
     const timeout = this.strategy.idleTimeoutMs;
@@ -92,7 +121,7 @@ export class SplitWatermarks {
     for (const s of this.splits.values()) {
       if (s.finished) continue;
       open++;
-      if (timeout !== undefined && now - s.lastRecordAt >= timeout) s.idle = true;
+      if (!s.paused && timeout !== undefined && now - s.lastRecordAt >= timeout) s.idle = true;
       if (s.idle) idle++;
     }
     // A subtask that has read nothing at all is idle once the timeout passes (e.g. more subtasks than splits).

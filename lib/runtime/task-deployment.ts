@@ -16,6 +16,7 @@ import type { TaskMetrics } from './task-metrics.ts';
 import { CheckpointRequests, type CheckpointParticipant } from './checkpointing/participant.ts';
 import { restoredTask, type RestoredJob } from './checkpointing/restore-plan.ts';
 import type { SplitWatermarksSnapshot } from './split-watermarks.ts';
+import type { AlignmentLink } from './alignment/alignment-link.ts';
 
 /** Consumer subtasks that producer subtask `from` sends to on `edge`. */
 export function targetsOf(edge: PhysicalEdge, from: number, consumerParallelism: number): number[] {
@@ -60,6 +61,8 @@ export interface DeploymentSetup {
   readonly attempt: string;
   /** The checkpoint this run starts from, if any (only the vertices this thread runs need to be loaded). */
   readonly restored?: RestoredJob | undefined;
+  /** Watermark alignment of source splits across subtasks and threads. @default none (no source is aligned) */
+  readonly alignment?: AlignmentLink | undefined;
 }
 
 export interface DeployedTask {
@@ -191,6 +194,7 @@ export function deployTasks(setup: DeploymentSetup): DeployedTask[] {
                 signal: abort.signal,
                 metrics,
                 attempt: setup.attempt,
+                alignment: setup.alignment,
                 onReaderComplete: (notify) => {
                   notifyReader = notify;
                 },
