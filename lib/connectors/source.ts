@@ -40,7 +40,15 @@ export type PollResult<T> =
       readonly finishedSplits?: readonly string[];
     }
   /** Nothing right now (unbounded source, rate limit); poll again after about `retryAfterMs`. */
-  | { readonly kind: 'wait'; readonly retryAfterMs: number }
+  | {
+      readonly kind: 'wait';
+      readonly retryAfterMs: number;
+      /**
+       * Splits with no data to read now (a Kinesis shard at the tip, a shard waiting for its parents, a followed
+       * file at its end): watermark alignment does not wait for them. @default every split not paused by alignment
+       */
+      readonly caughtUpSplits?: readonly string[];
+    }
   /** Every assigned split is exhausted (bounded sources only). */
   | { readonly kind: 'end' };
 

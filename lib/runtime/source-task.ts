@@ -62,7 +62,7 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
   alignment?.subscribe((apply) => gate.post(apply));
   let subtaskPaused = false;
   const reportWatermark = (now: number, force: boolean): void =>
-    alignment?.report(idle ? undefined : watermarks!.watermark, now, force);
+    alignment?.report(idle ? undefined : watermarks!.alignmentWatermark(), now, force);
   /** Pauses and resumes splits after the group's minimum or a split's watermark moved; true: the whole task waits. */
   const align = (now: number): boolean => {
     if (alignment === undefined || watermarks === undefined) return false;
@@ -74,7 +74,7 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
       watermarks.setPaused(resume, false, now);
       return false;
     }
-    const paused = alignment.subtaskPaused(watermarks.watermark);
+    const paused = alignment.subtaskPaused(watermarks.alignmentWatermark() ?? Number.NEGATIVE_INFINITY);
     if (paused !== subtaskPaused) watermarks.setPaused(undefined, paused, now);
     subtaskPaused = paused;
     return paused;
@@ -127,9 +127,15 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
       const result = await reader.poll(setup.batchSize);
       if (result.kind === 'end') break;
       if (result.kind === 'wait') {
-        if (watermarks !== undefined && !idle && watermarks.checkIdle(clock.now())) {
-          idle = true;
-          chain.markIdle(true);
+        if (watermarks !== undefined) {
+          watermarks.markCaughtUp(result.caughtUpSplits);
+          if (!idle && watermarks.checkIdle(clock.now())) {
+            idle = true;
+            chain.markIdle(true);
+          }
+          // A split that went idle no longer holds the watermark back (the others may be paused: no batch follows).
+          const wm = idle ? undefined : watermarks.advance();
+          if (wm !== undefined) chain.pushWatermark(wm);
         }
         reportWatermark(clock.now(), true);
         // With paused splits the reader may have nothing else to read: no busy polling until the minimum moves.

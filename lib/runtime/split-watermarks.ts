@@ -14,6 +14,8 @@ interface SplitState {
   finished: boolean;
   /** Paused by watermark alignment: not read, yet not idle (its data is waiting, not missing). */
   paused: boolean;
+  /** The reader had no data for it at the last poll (caught up): alignment does not wait for it. */
+  caughtUp: boolean;
 }
 
 /**
@@ -36,7 +38,7 @@ export class SplitWatermarks {
   private state(id: string, now: number): SplitState {
     let s = this.splits.get(id);
     if (s === undefined) {
-      s = { generator: this.strategy.createGenerator(), lastRecordAt: now, idle: false, finished: false, paused: false };
+      s = { generator: this.strategy.createGenerator(), lastRecordAt: now, idle: false, finished: false, paused: false, caughtUp: false };
       this.splits.set(id, s);
     }
     return s;
@@ -47,6 +49,7 @@ export class SplitWatermarks {
     const s = this.state(batch.split, now);
     s.lastRecordAt = now;
     s.idle = false;
+    s.caughtUp = false;
     return assignTimestamps(batch, this.strategy.timestampAssigner, s.generator, this.operatorName, this.subtask);
   }
 
@@ -109,8 +112,41 @@ export class SplitWatermarks {
       const s = this.splits.get(id);
       if (s === undefined) continue;
       s.paused = paused;
-      if (!paused) s.lastRecordAt = now;
+      if (!paused) {
+        s.lastRecordAt = now;
+        s.caughtUp = false;
+      }
     }
+  }
+
+  /**
+   * The reader has no data for these splits right now (all splits that are not paused, when `ids` is undefined);
+   * they count again once they have records.
+   */
+  markCaughtUp(ids: Iterable<string> | undefined): void {
+    if (ids === undefined) {
+      for (const s of this.splits.values()) if (!s.paused) s.caughtUp = true;
+      return;
+    }
+    for (const id of ids) {
+      const s = this.splits.get(id);
+      if (s !== undefined) s.caughtUp = true;
+    }
+  }
+
+  /**
+   * What this subtask tells its alignment group: the lowest watermark of its splits that have data to read (not
+   * idle, finished or caught up); undefined when none has. A split without data is not waited for: waiting cannot
+   * make it progress, and every split paused behind it would wait forever (a bounded job would never end).
+   */
+  alignmentWatermark(): number | undefined {
+    let min: number | undefined;
+    for (const s of this.splits.values()) {
+      if (s.finished || s.idle || s.caughtUp) continue;
+      const wm = s.generator.currentWatermark();
+      if (min === undefined || wm < min) min = wm;
+    }
+    return min;
   }
 
   /** Marks splits idle that had no record for the idle timeout; returns true if every open split is idle. */

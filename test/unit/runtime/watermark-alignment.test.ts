@@ -120,6 +120,26 @@ describe('SplitWatermarks with alignment', () => {
     expect(wms.checkIdle(6000)).toBe(true);
   });
 
+  it('reports to the group the lowest split that has data to read: caught-up, idle and finished splits are not waited for', () => {
+    const strategy = WatermarkStrategy.forMonotonousTimestamps<unknown>() as WatermarkStrategy<unknown>;
+    const wms = new SplitWatermarks(strategy, 'src', 0, 0);
+    expect(wms.alignmentWatermark()).toBeUndefined();
+    wms.register(['a', 'b'], 0);
+    // Registered concurrent splits without records hold everyone back until the reader says they have no data.
+    expect(wms.alignmentWatermark()).toBe(Number.NEGATIVE_INFINITY);
+    wms.onBatch({ values: [1], timestamps: [1000], split: 'b' }, 0);
+    wms.markCaughtUp(['a']);
+    expect(wms.alignmentWatermark()).toBe(999);
+    // Without a list, every split that is not paused has no data.
+    wms.setPaused(['b'], true, 0);
+    wms.onBatch({ values: [1], timestamps: [10], split: 'a' }, 0);
+    expect(wms.alignmentWatermark()).toBe(9);
+    wms.markCaughtUp(undefined);
+    expect(wms.alignmentWatermark()).toBe(999);
+    wms.markFinished('b');
+    expect(wms.alignmentWatermark()).toBeUndefined();
+  });
+
   it('lists the watermarks of active splits only', () => {
     const strategy = WatermarkStrategy.forMonotonousTimestamps<unknown>() as WatermarkStrategy<unknown>;
     const wms = new SplitWatermarks(strategy, 'src', 0, 0);
