@@ -73,6 +73,22 @@ describe('restore plan', () => {
     expect(restoredTask(job, p.vertices[0]!, 0)!.splits!.map((s) => s.id)).toEqual(['s0', 's1']);
   });
 
+  it('starts the chained operators of a source subtask from the lowest watermark: its splits are dealt anew', () => {
+    const job = checkpointAtParallelism2();
+    const p = plan(2);
+    const sourceNode = 999;
+    // Subtask 0 had read all its splits (its chain saw the final watermark); subtask 1 was still reading s1.
+    const sources: TaskSnapshot[] = [
+      { vertex: 0, subtask: 0, sourceSplits: [], operators: [{ nodeId: sourceNode, watermark: Number.POSITIVE_INFINITY }] },
+      { vertex: 0, subtask: 1, sourceSplits: [{ id: 's1' }], operators: [{ nodeId: sourceNode, watermark: 600 }] },
+    ];
+    const restored: RestoredJob = { ...job, snapshots: new Map([...job.snapshots, [0, sources]]) };
+    const t0 = restoredTask(restored, p.vertices[0]!, 0)!;
+    expect(t0.splits!.map((s) => s.id)).toEqual(['s1']);
+    expect(t0.operators.get(sourceNode)!.watermark).toBe(600);
+    expect(restoredTask(restored, p.vertices[0]!, 1)!.operators.get(sourceNode)!.watermark).toBe(600);
+  });
+
   it('redistributes at parallelism 3: every key group once, splits and operator state round-robin, lowest watermark', () => {
     const job = checkpointAtParallelism2();
     const p = plan(3);
