@@ -133,9 +133,6 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
             idle = true;
             chain.markIdle(true);
           }
-          // A split that went idle no longer holds the watermark back (the others may be paused: no batch follows).
-          const wm = idle ? undefined : watermarks.advance();
-          if (wm !== undefined) chain.pushWatermark(wm);
         }
         reportWatermark(clock.now(), true);
         // With paused splits the reader may have nothing else to read: no busy polling until the minimum moves.
