@@ -30,8 +30,12 @@ export type {
   ProcessWindowJoinFunction,
   RetentionTimeDomain,
 } from './api/join-functions.ts';
-export { WatermarkStrategy } from './api/watermark-strategy.ts';
-export type { WatermarkGenerator, TimestampAssigner } from './api/watermark-strategy.ts';
+export {
+  WatermarkStrategy,
+  DEFAULT_MAX_ALLOWED_DRIFT_MS,
+  DEFAULT_ALIGNMENT_UPDATE_INTERVAL_MS,
+} from './api/watermark-strategy.ts';
+export type { WatermarkGenerator, TimestampAssigner, WatermarkAlignment } from './api/watermark-strategy.ts';
 export { defineJob } from './api/job.ts';
 export type { JobDefinition, FlagSpec, FlagSpecs, ParsedFlags } from './api/job.ts';
 export type { JobOptions } from './api/job-options.ts';

@@ -17,6 +17,29 @@ export interface WatermarkGenerator<T> {
 export type TimestampAssigner<T> = (value: T, recordTimestamp: number) => number;
 
 /**
+ * Default drift of watermark alignment for sources that align by default (file and Kinesis): 30 s, as in many Flink
+ * deployments. It is an amount of event time, so it bounds the window state that a fast split can pile up (about
+ * drift / window size windows per key) whatever the window size, and it is far above the out-of-orderness of
+ * typical inputs, so splits of a live stream that are merely a few seconds apart are never paused.
+ */
+export const DEFAULT_MAX_ALLOWED_DRIFT_MS = 30_000;
+/**
+ * Default period of the alignment reports: how often a split's progress reaches the others. Lower than Flink's 1 s
+ * because the reports stay in one process (a message between threads, not an RPC).
+ */
+export const DEFAULT_ALIGNMENT_UPDATE_INTERVAL_MS = 200;
+
+/** Watermark alignment of source splits (see WatermarkStrategy.withWatermarkAlignment). */
+export interface WatermarkAlignment {
+  /** Splits of all sources with the same group are aligned with each other. */
+  readonly group: string;
+  /** How far (event-time ms) a split's watermark may run ahead of the slowest split of the group. */
+  readonly maxAllowedDriftMs: number;
+  /** How often source subtasks report their watermark and learn the group's slowest one. */
+  readonly updateIntervalMs: number;
+}
+
+/**
  * How records get event timestamps and how watermarks are generated. Immutable: `with*` methods return a new
  * strategy.
  */
@@ -30,6 +53,11 @@ export class WatermarkStrategy<T> {
      * slow to answer never goes idle (SourceReader.caughtUp).
      */
     readonly idleTimeoutMs: number | undefined,
+    /**
+     * Watermark alignment of the source's splits: undefined leaves it to the source (the file and Kinesis sources
+     * align by default, with DEFAULT_MAX_ALLOWED_DRIFT_MS), null turns it off.
+     */
+    readonly alignment?: WatermarkAlignment | null,
   ) {}
 
   /** Watermark = highest timestamp seen - maxOutOfOrdernessMs - 1: records up to that much late are on time. */
@@ -58,7 +86,7 @@ export class WatermarkStrategy<T> {
   }
 
   withTimestampAssigner(assigner: TimestampAssigner<T>): WatermarkStrategy<T> {
-    return new WatermarkStrategy<T>(this.createGenerator, assigner, this.idleTimeoutMs);
+    return new WatermarkStrategy<T>(this.createGenerator, assigner, this.idleTimeoutMs, this.alignment);
   }
 
   /**
@@ -71,7 +99,41 @@ export class WatermarkStrategy<T> {
     if (!Number.isFinite(idleTimeoutMs) || idleTimeoutMs <= 0) {
       throw new ConfigError(`withIdleness: idleTimeoutMs must be a positive number, got ${idleTimeoutMs}`);
     }
-    return new WatermarkStrategy<T>(this.createGenerator, this.timestampAssigner, idleTimeoutMs);
+    return new WatermarkStrategy<T>(this.createGenerator, this.timestampAssigner, idleTimeoutMs, this.alignment);
+  }
+
+  /**
+   * Watermark alignment (as Flink's FLIP-182/217), for strategies given to `env.fromSource`: a split whose watermark
+   * is more than `maxAllowedDriftMs` ahead of the slowest split of `group` (over every source and subtask with that
+   * group) is paused, not read, until the slowest catches up. This bounds the state that windows of a fast split
+   * pile up while downstream operators wait for the slow one. Idle and finished splits do not hold the others
+   * back; a paused split is not idle.
+   * @param updateIntervalMs how often subtasks share their progress. @default DEFAULT_ALIGNMENT_UPDATE_INTERVAL_MS
+   */
+  withWatermarkAlignment(
+    group: string,
+    maxAllowedDriftMs: number,
+    updateIntervalMs: number = DEFAULT_ALIGNMENT_UPDATE_INTERVAL_MS,
+  ): WatermarkStrategy<T> {
+    if (typeof group !== 'string' || group.length === 0) {
+      throw new ConfigError('withWatermarkAlignment: group must be a non-empty string');
+    }
+    if (!Number.isSafeInteger(maxAllowedDriftMs) || maxAllowedDriftMs < 0) {
+      throw new ConfigError(`withWatermarkAlignment: maxAllowedDriftMs must be an integer >= 0, got ${maxAllowedDriftMs}`);
+    }
+    if (!Number.isSafeInteger(updateIntervalMs) || updateIntervalMs <= 0) {
+      throw new ConfigError(`withWatermarkAlignment: updateIntervalMs must be a positive integer, got ${updateIntervalMs}`);
+    }
+    return new WatermarkStrategy<T>(this.createGenerator, this.timestampAssigner, this.idleTimeoutMs, {
+      group,
+      maxAllowedDriftMs,
+      updateIntervalMs,
+    });
+  }
+
+  /** No watermark alignment, even for sources that align by default: every split is read as fast as it can be. */
+  withoutWatermarkAlignment(): WatermarkStrategy<T> {
+    return new WatermarkStrategy<T>(this.createGenerator, this.timestampAssigner, this.idleTimeoutMs, null);
   }
 }
 

@@ -40,7 +40,15 @@ export type PollResult<T> =
       readonly finishedSplits?: readonly string[];
     }
   /** Nothing right now (unbounded source, rate limit); poll again after about `retryAfterMs`. */
-  | { readonly kind: 'wait'; readonly retryAfterMs: number }
+  | {
+      readonly kind: 'wait';
+      readonly retryAfterMs: number;
+      /**
+       * Splits with no data to read now (a Kinesis shard at the tip, a shard waiting for its parents, a followed
+       * file at its end): watermark alignment does not wait for them. @default every split not paused by alignment
+       */
+      readonly caughtUpSplits?: readonly string[];
+    }
   /** Every assigned split is exhausted (bounded sources only). */
   | { readonly kind: 'end' };
 
@@ -69,6 +77,12 @@ export interface SourceReader<T, S extends SourceSplit = SourceSplit> {
    * @default absent: every split counts as caught up whenever `poll` returns 'wait' (the reader has nothing)
    */
   caughtUp?(splitId: string): boolean;
+  /**
+   * Watermark alignment: stop returning records of the `pause` splits until they are named in `resume` (split ids;
+   * each call names only changes). While every split with data is paused, `poll` returns 'wait'. Readers without
+   * it are paused as a whole, and only when their subtask's watermark runs ahead.
+   */
+  pauseOrResumeSplits?(pause: readonly string[], resume: readonly string[]): void;
   /** Checkpoint `checkpointId`, whose positions came from `currentSplits(checkpointId)`, is complete. */
   notifyCheckpointComplete?(checkpointId: number): void | Promise<void>;
   close(): Promise<void> | void;
@@ -84,6 +98,11 @@ export interface Source<T, S extends SourceSplit = SourceSplit> {
    * finishes; otherwise a split counts only once it produced a record. @default false
    */
   readonly concurrentSplits?: boolean;
+  /**
+   * Align the watermarks of this source's splits unless the watermark strategy says otherwise (see
+   * WatermarkStrategy.withWatermarkAlignment), with DEFAULT_MAX_ALLOWED_DRIFT_MS. @default false
+   */
+  readonly alignsWatermarks?: boolean;
   /** Default parallelism when the job does not set one: for example 1 for a source that cannot be split. */
   readonly maxParallelism?: number;
   createSplits(ctx: SplitEnumeratorContext): Promise<S[]> | S[];

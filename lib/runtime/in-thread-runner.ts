@@ -23,6 +23,8 @@ import { CheckpointHub } from './checkpointing/checkpoint-hub.ts';
 import { loadRestoredJob, type RestoredJob } from './checkpointing/restore-plan.ts';
 import { lockJobFolders } from './job-folder-locks.ts';
 import { allTasks, runAttempts, sourceTasks } from './checkpointing/attempts.ts';
+import { AlignmentGroups, alignmentMembers } from './alignment/alignment-groups.ts';
+import { LocalAlignmentLink } from './alignment/alignment-link.ts';
 
 export interface InThreadRunOptions {
   /** Processing-time clock. @default the system clock */
@@ -62,17 +64,20 @@ export async function runInThisThread(env: StreamEnvironment, options: InThreadR
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const splits = await computeSplits(plan);
   const base = { plan, options: env.options, splits, thread: 0, threadOf: () => 0, ports: new Map(), services, clock, warn: log };
+  // Each attempt aligns afresh: the reports of a failed attempt's tasks say nothing about the next one's.
+  const alignment = () => new LocalAlignmentLink(new AlignmentGroups(alignmentMembers(plan)));
 
   const config = options.checkpointing;
   if (config === undefined) {
-    const tasks = deployTasks({ ...base, checkpoints: NO_CHECKPOINTS, attempt: randomUUID() });
+    const tasks = deployTasks({ ...base, checkpoints: NO_CHECKPOINTS, attempt: randomUUID(), alignment: alignment() });
     await runTasks(tasks);
     return summarize(started, tasks.map((t) => t.metrics));
   }
   // Keyed state here is the caller's (services); only the checkpoint folder is this runner's to lock.
   const locks = await lockJobFolders({ checkpointDir: config.dir, stateDir: undefined });
   try {
-    return await runCheckpointed(config, plan, options, log, (restored, hub) => deployTasks({ ...base, checkpoints: hub, attempt: randomUUID(), restored }), started);
+    return await runCheckpointed(config, plan, options, log, (restored, hub) =>
+      deployTasks({ ...base, checkpoints: hub, attempt: randomUUID(), restored, alignment: alignment() }), started);
   } finally {
     await locks.release();
   }

@@ -18,6 +18,9 @@ import { yieldToEventLoop } from './yield.ts';
 import type { TaskMetrics } from './task-metrics.ts';
 import type { LateDropWarnings } from './late-drop-warnings.ts';
 import type { CheckpointParticipant, CheckpointRequests } from './checkpointing/participant.ts';
+import { alignmentMember, resolveAlignment } from './alignment/alignment-groups.ts';
+import type { AlignmentLink } from './alignment/alignment-link.ts';
+import { SourceAlignment } from './alignment/source-alignment.ts';
 
 export interface SourceTaskSetup {
   readonly vertex: number;
@@ -41,6 +44,8 @@ export interface SourceTaskSetup {
   readonly attempt: string;
   /** Called with a function that forwards checkpoint completions to the reader (run from the task's mailbox). */
   readonly onReaderComplete: (notify: (checkpointId: number) => Promise<void>) => void;
+  /** Shares split watermarks with the other subtasks of the alignment group; undefined: no alignment. */
+  readonly alignment: AlignmentLink | undefined;
 }
 
 /** Checks the timestamps records carry when the source has no WatermarkStrategy (nothing to generate). */
@@ -92,6 +97,29 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
     invalid.length = 0;
   };
 
+  const alignment = createAlignment(setup);
+  // A new minimum of the group wakes a waiting task; it applies between batches.
+  alignment?.subscribe((apply) => gate.post(apply));
+  let subtaskPaused = false;
+  const reportWatermark = (now: number, force: boolean): void =>
+    alignment?.report(idle ? undefined : watermarks!.alignmentWatermark(), now, force);
+  /** Pauses and resumes splits after the group's minimum or a split's watermark moved; true: the whole task waits. */
+  const align = (now: number): boolean => {
+    if (alignment === undefined || watermarks === undefined) return false;
+    const pauseSplits = reader!.pauseOrResumeSplits?.bind(reader);
+    if (pauseSplits !== undefined) {
+      const { pause, resume } = alignment.splitChanges(watermarks.activeWatermarks());
+      if (pause.length > 0 || resume.length > 0) pauseSplits(pause, resume);
+      watermarks.setPaused(pause, true, now);
+      watermarks.setPaused(resume, false, now);
+      return false;
+    }
+    const paused = alignment.subtaskPaused(watermarks.alignmentWatermark() ?? Number.NEGATIVE_INFINITY);
+    if (paused !== subtaskPaused) watermarks.setPaused(undefined, paused, now);
+    subtaskPaused = paused;
+    return paused;
+  };
+
   const takeCheckpoint = async (barrier: BarrierElement): Promise<void> => {
     const started = performance.now();
     const operators = await chain.snapshot(barrier.checkpointId, barrier.savepoint);
@@ -131,17 +159,28 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
     await chain.open();
     for (;;) {
       await betweenBatches();
+      if (alignment !== undefined && align(clock.now())) {
+        // Paused by alignment: tell the group where this task stands, then sleep until its minimum moves (the
+        // interval is only a safety net: a new minimum wakes the task).
+        reportWatermark(clock.now(), true);
+        await gate.waitFor(alignment.settings.updateIntervalMs);
+        continue;
+      }
       const result = await reader.poll(setup.batchSize);
       if (result.kind === 'end') break;
       if (result.kind === 'wait') {
         if (watermarks !== undefined) {
+          watermarks.markCaughtUp(result.caughtUpSplits);
           const allIdle = watermarks.checkIdle(clock.now(), caughtUp);
           if (allIdle !== idle) {
             idle = allIdle;
             chain.markIdle(idle);
           }
         }
-        await gate.waitFor(result.retryAfterMs);
+        reportWatermark(clock.now(), true);
+        // With paused splits the reader may have nothing else to read: no busy polling until the minimum moves.
+        const paused = alignment !== undefined && alignment.pausedSplits.size > 0;
+        await gate.waitFor(paused ? Math.max(result.retryAfterMs, alignment.settings.updateIntervalMs) : result.retryAfterMs);
         continue;
       }
       const now = clock.now();
@@ -162,6 +201,7 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
       if (watermarks !== undefined) {
         const wm = watermarks.advance();
         if (wm !== undefined) chain.pushWatermark(wm);
+        reportWatermark(now, false);
       }
       metrics.droppedLateRecords = chain.droppedLateRecords();
       setup.lateDrops.update(metrics.droppedLateRecords, performance.now());
@@ -169,6 +209,8 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
       if (chain.blocked) await chain.awaitCapacity();
       await yieldToEventLoop();
     }
+    // Finished splits hold nobody back any more.
+    alignment?.report(undefined, clock.now(), true);
     // End of bounded input: the final watermark fires every event-time timer, operators flush, and downstream
     // tasks learn that no more data follows.
     chain.pushWatermark(MAX_WATERMARK);
@@ -189,4 +231,10 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
   } finally {
     await reader?.close();
   }
+}
+
+function createAlignment(setup: SourceTaskSetup): SourceAlignment | undefined {
+  const settings = setup.node.watermarks === undefined ? undefined : resolveAlignment(setup.node);
+  if (settings === undefined || setup.alignment === undefined) return undefined;
+  return new SourceAlignment(settings, setup.alignment, alignmentMember(setup.vertex, setup.subtask));
 }

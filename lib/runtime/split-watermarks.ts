@@ -14,6 +14,10 @@ interface SplitState {
   caughtUpSince: number | undefined;
   idle: boolean;
   finished: boolean;
+  /** Paused by watermark alignment: not read, yet not idle (its data is waiting, not missing). */
+  paused: boolean;
+  /** The reader had no data for it at the last poll (caught up): alignment does not wait for it. */
+  caughtUp: boolean;
 }
 
 /**
@@ -36,7 +40,7 @@ export class SplitWatermarks {
   private state(id: string, now: number): SplitState {
     let s = this.splits.get(id);
     if (s === undefined) {
-      s = { generator: this.strategy.createGenerator(), lastRecordAt: now, caughtUpSince: undefined, idle: false, finished: false };
+      s = { generator: this.strategy.createGenerator(), lastRecordAt: now, caughtUpSince: undefined, idle: false, finished: false, paused: false, caughtUp: false };
       this.splits.set(id, s);
     }
     return s;
@@ -55,6 +59,7 @@ export class SplitWatermarks {
     s.lastRecordAt = now;
     s.caughtUpSince = undefined;
     s.idle = false;
+    s.caughtUp = false;
     return assignTimestamps(batch, this.strategy.timestampAssigner, s.generator, this.operatorName, this.subtask, onInvalid);
   }
 
@@ -94,12 +99,73 @@ export class SplitWatermarks {
     if (s !== undefined) s.finished = true;
   }
 
+  /** The last watermark emitted: the subtask's watermark as downstream operators see it. */
+  get watermark(): number {
+    return this.emitted;
+  }
+
+  /** Watermark of each split that is neither idle nor finished (what watermark alignment compares). */
+  activeWatermarks(): Map<string, number> {
+    const active = new Map<string, number>();
+    for (const [id, s] of this.splits) {
+      if (!s.finished && !s.idle) active.set(id, s.generator.currentWatermark());
+    }
+    return active;
+  }
+
+  /**
+   * Watermark alignment paused or resumed these splits (all of them when `ids` is undefined). A resumed split's
+   * idle timeout starts again: the time it spent paused was not a time without data.
+   */
+  setPaused(ids: Iterable<string> | undefined, paused: boolean, now: number): void {
+    for (const id of ids ?? this.splits.keys()) {
+      const s = this.splits.get(id);
+      if (s === undefined) continue;
+      s.paused = paused;
+      if (!paused) {
+        s.lastRecordAt = now;
+        s.caughtUp = false;
+      }
+    }
+  }
+
+  /**
+   * The reader has no data for these splits right now (all splits that are not paused, when `ids` is undefined);
+   * they count again once they have records.
+   */
+  markCaughtUp(ids: Iterable<string> | undefined): void {
+    if (ids === undefined) {
+      for (const s of this.splits.values()) if (!s.paused) s.caughtUp = true;
+      return;
+    }
+    for (const id of ids) {
+      const s = this.splits.get(id);
+      if (s !== undefined) s.caughtUp = true;
+    }
+  }
+
+  /**
+   * What this subtask tells its alignment group: the lowest watermark of its splits that have data to read (not
+   * idle, finished or caught up); undefined when none has. A split without data is not waited for: waiting cannot
+   * make it progress, and every split paused behind it would wait forever (a bounded job would never end).
+   */
+  alignmentWatermark(): number | undefined {
+    let min: number | undefined;
+    for (const s of this.splits.values()) {
+      if (s.finished || s.idle || s.caughtUp) continue;
+      const wm = s.generator.currentWatermark();
+      if (min === undefined || wm < min) min = wm;
+    }
+    return min;
+  }
+
   /**
    * Updates which splits are idle and returns true if every open split is. A split is idle only once its reader
    * has said for the whole idle timeout that it has no data available (`caughtUp`) and no record came: a split
    * that is behind, still waiting for its first answer or being retried never goes idle however long that takes,
    * since its records would then be late when they come. An idle split that is no longer caught up holds the
-   * watermark back again before its records arrive.
+   * watermark back again before its records arrive. A split paused by watermark alignment is not idle: its data is
+   * waiting, not missing.
    */
   checkIdle(now: number, caughtUp: (splitId: string) => boolean): boolean {
     const timeout = this.strategy.idleTimeoutMs;
@@ -108,7 +174,9 @@ export class SplitWatermarks {
     for (const [id, s] of this.splits) {
       if (s.finished) continue;
       open++;
-      if (caughtUp(id)) {
+      if (s.paused) {
+        s.caughtUpSince = undefined;
+      } else if (caughtUp(id)) {
         s.caughtUpSince ??= now;
         if (timeout !== undefined && now - Math.max(s.caughtUpSince, s.lastRecordAt) >= timeout) s.idle = true;
       } else {

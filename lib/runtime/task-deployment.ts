@@ -17,6 +17,7 @@ import { LateDropWarnings } from './late-drop-warnings.ts';
 import { CheckpointRequests, type CheckpointParticipant } from './checkpointing/participant.ts';
 import { restoredTask, type RestoredJob } from './checkpointing/restore-plan.ts';
 import type { SplitWatermarksSnapshot } from './split-watermarks.ts';
+import type { AlignmentLink } from './alignment/alignment-link.ts';
 
 /** Consumer subtasks that producer subtask `from` sends to on `edge`. */
 export function targetsOf(edge: PhysicalEdge, from: number, consumerParallelism: number): number[] {
@@ -63,6 +64,8 @@ export interface DeploymentSetup {
   readonly restored?: RestoredJob | undefined;
   /** Warnings of the tasks while they run (late records dropped). @default stderr */
   readonly warn?: ((line: string) => void) | undefined;
+  /** Watermark alignment of source splits across subtasks and threads. @default none (no source is aligned) */
+  readonly alignment?: AlignmentLink | undefined;
 }
 
 export interface DeployedTask {
@@ -198,6 +201,7 @@ export function deployTasks(setup: DeploymentSetup): DeployedTask[] {
                 metrics,
                 lateDrops,
                 attempt: setup.attempt,
+                alignment: setup.alignment,
                 onReaderComplete: (notify) => {
                   notifyReader = notify;
                 },

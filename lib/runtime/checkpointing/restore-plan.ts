@@ -141,7 +141,13 @@ export function restoredTask(job: RestoredJob, vertex: Vertex, subtask: number):
       keyed: parts.flatMap((p) => (p.op?.keyed === undefined ? [] : [p.op.keyed as KeyedStateHandle])),
       timers: parts.flatMap((p) => (p.op?.timers as TimerKeyGroupSnapshot[] | undefined) ?? []),
       items: deal(parts.flatMap((p) => p.op?.operatorState ?? [])),
-      watermark: same && own !== undefined ? own.watermark : Math.min(...parts.map((p) => p.op?.watermark ?? Number.NEGATIVE_INFINITY)),
+      // A source subtask's splits are dealt anew even at the same parallelism, so its chained operators start from
+      // the lowest watermark too: a subtask that had finished (+Infinity) may now read another one's unfinished
+      // split, and with its own watermark every watermark of that split would be dropped until the end.
+      watermark:
+        same && own !== undefined && vertex.source === undefined
+          ? own.watermark
+          : Math.min(...parts.map((p) => p.op?.watermark ?? Number.NEGATIVE_INFINITY)),
     });
   }
   const source = vertex.source;

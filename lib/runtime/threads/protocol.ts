@@ -36,6 +36,8 @@ export type WorkerMessage =
   | { readonly type: 'sourceFinished'; readonly task: TaskId }
   /** Every task of the thread ran its completion hooks (sink commits) for `checkpointId`. */
   | { readonly type: 'notified'; readonly checkpointId: number }
+  /** A source subtask's watermark for its alignment group (undefined: idle or finished). */
+  | { readonly type: 'alignment'; readonly group: string; readonly member: string; readonly watermark: number | undefined }
   /** The answer to a `metrics` request: the thread's task counters now. */
   | { readonly type: 'metrics'; readonly requestId: number; readonly metrics: TaskMetrics[] };
 
@@ -43,4 +45,6 @@ export type WorkerMessage =
 export type CoordinatorMessage =
   | { readonly type: 'trigger'; readonly barrier: BarrierElement }
   | { readonly type: 'complete'; readonly checkpointId: number; readonly final: boolean }
-  | { readonly type: 'metrics'; readonly requestId: number };
+  | { readonly type: 'metrics'; readonly requestId: number }
+  /** The new minimum watermark of an alignment group. */
+  | { readonly type: 'alignment'; readonly group: string; readonly minimum: number };

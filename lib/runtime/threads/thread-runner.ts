@@ -34,6 +34,7 @@ import { RemoteTaskError } from './remote-error.ts';
 import { AttemptMonitor } from './attempt-monitor.ts';
 import { ThreadedJob } from './threaded-job.ts';
 import type { CoordinatorMessage, WorkerInit, WorkerMessage } from './protocol.ts';
+import { AlignmentGroups, alignmentMembers } from '../alignment/alignment-groups.ts';
 import { compileStateBackendConfig, type StateBackendConfig } from '../state-backend-config.ts';
 import { lockJobFolders } from '../job-folder-locks.ts';
 
@@ -217,6 +218,9 @@ async function runAttempt(setup: AttemptSetup): Promise<AttemptOutcome> {
   setup.broadcast.send = (message) => {
     for (const w of workers) w.postMessage(message);
   };
+  // The coordinating thread aligns watermarks as Flink's SourceCoordinator does: workers report, it sends each new
+  // minimum of a group to every worker.
+  const alignment = new AlignmentGroups(alignmentMembers(plan));
   const monitor = new AttemptMonitor(threads, (thread, message) => workers[thread]?.postMessage(message));
   let stopWith: (outcome: AttemptOutcome) => void = () => {};
   const stopped = new Promise<AttemptOutcome>((resolve) => (stopWith = resolve));
@@ -270,6 +274,11 @@ async function runAttempt(setup: AttemptSetup): Promise<AttemptOutcome> {
           case 'metrics':
             monitor.onMetrics(thread, message.requestId, message.metrics);
             break;
+          case 'alignment': {
+            const minimum = alignment.report(message.group, message.member, message.watermark);
+            if (minimum !== undefined) setup.broadcast.send({ type: 'alignment', group: message.group, minimum });
+            break;
+          }
         }
       });
       worker.once('error', (err) => {

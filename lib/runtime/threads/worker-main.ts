@@ -12,6 +12,7 @@ import { deployTasks, type DeployedTask } from '../task-deployment.ts';
 import { createStateServices } from '../state-services.ts';
 import { runTasks } from '../run-tasks.ts';
 import { serializeError } from './remote-error.ts';
+import { MessageAlignmentLink } from '../alignment/alignment-link.ts';
 import type { CoordinatorMessage, WorkerInit, WorkerMessage } from './protocol.ts';
 
 const port = parentPort!;
@@ -35,8 +36,10 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
   // that arrive while the storage opens (an await) wait here instead of being dropped.
   const pending: CoordinatorMessage[] = [];
   let onCheckpointMessage: ((message: CoordinatorMessage) => void) | undefined;
+  const alignment = new MessageAlignmentLink((group, member, watermark) => post({ type: 'alignment', group, member, watermark }));
   port.on('message', (message: CoordinatorMessage) => {
     if (message.type === 'metrics') post({ type: 'metrics', requestId: message.requestId, metrics: tasks.map((t) => t.metrics) });
+    else if (message.type === 'alignment') alignment.deliver(message.group, message.minimum);
     else if (onCheckpointMessage === undefined) pending.push(message);
     else onCheckpointMessage(message);
   });
@@ -52,7 +55,7 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
       void Promise.all(tasks.map((t) => t.notifyCheckpointComplete(id))).then(() => post({ type: 'notified', checkpointId: id }));
     });
     onCheckpointMessage = (message) => {
-      if (message.type === 'metrics') return;
+      if (message.type === 'metrics' || message.type === 'alignment') return;
       if (message.type === 'complete') hub.notifyComplete(message.checkpointId, message.final);
       // A trigger can arrive while this thread is still loading restored state: keep it for the tasks.
       else if (tasks.length === 0) early.push(message.barrier);
@@ -78,6 +81,7 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
     checkpoints,
     attempt: init.attempt,
     restored,
+    alignment,
   });
   for (const barrier of early) tasks.forEach((t) => t.triggerCheckpoint(barrier));
   await runTasks(tasks);

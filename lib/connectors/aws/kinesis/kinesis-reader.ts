@@ -112,6 +112,8 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
   private closed = false;
   /** Where the last batch's records are in their chunk (rejectRecord finds them there). */
   private lastBatch: { shardId: string; firstOffset: number; chunk: DecodedChunk<T>; from: number } | undefined;
+  /** Shards paused by watermark alignment: neither fetched nor returned, and never idle. */
+  private readonly paused = new Set<string>();
 
   constructor(
     splits: readonly KinesisShardSplit[],
@@ -143,7 +145,12 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
     }
     if (result !== undefined) return result;
     if (this.idleLongEnough()) return { kind: 'end' };
-    return { kind: 'wait', retryAfterMs: this.retryAfter(performance.now()) };
+    return { kind: 'wait', retryAfterMs: this.retryAfter(performance.now()), caughtUpSplits: this.caughtUpShards() };
+  }
+
+  pauseOrResumeSplits(pause: readonly string[], resume: readonly string[]): void {
+    for (const id of pause) this.paused.add(id);
+    for (const id of resume) this.paused.delete(id);
   }
 
   /**
@@ -225,6 +232,7 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
       if (this.cursor >= n) this.cursor = 0;
       const shard = this.order[this.cursor] as ShardState<T>;
       this.cursor++;
+      if (this.paused.has(shard.split.id)) continue;
       const chunk = shard.chunk;
       if (chunk !== undefined) {
         const from = shard.index;
@@ -276,7 +284,7 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
   private startFetches(now: number): void {
     for (const shard of this.order) {
       if (shard.finished || shard.endFetched || shard.fetching || shard.chunk !== undefined || now < shard.nextFetchAt) continue;
-      if (!this.isReady(shard)) continue;
+      if (this.paused.has(shard.split.id) || !this.isReady(shard)) continue;
       this.launchFetch(shard, now);
     }
   }
@@ -466,16 +474,26 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
     if (now - this.lastActivityAt < idleMs) return false;
     for (const s of this.order) {
       if (s.finished) continue;
-      if (s.chunk !== undefined || s.endFetched) return false;
+      if (s.chunk !== undefined || s.endFetched || this.paused.has(s.split.id)) return false;
       if (s.ready && (s.quietSince === undefined || now - s.quietSince < idleMs)) return false;
     }
     return true;
   }
 
+  /** Shards with nothing to read now: at the tip at their last fetch, or waiting for their parents. */
+  private caughtUpShards(): string[] {
+    const ids: string[] = [];
+    for (const s of this.order) {
+      if (s.finished || s.chunk !== undefined) continue;
+      if (!s.ready || s.quietSince !== undefined) ids.push(s.split.id);
+    }
+    return ids;
+  }
+
   private retryAfter(now: number): number {
     let next = now + MAX_WAIT_MS;
     for (const s of this.order) {
-      if (s.finished || s.endFetched || s.fetching || s.chunk !== undefined || !s.ready) continue;
+      if (s.finished || s.endFetched || s.fetching || s.chunk !== undefined || !s.ready || this.paused.has(s.split.id)) continue;
       next = Math.min(next, s.nextFetchAt);
     }
     if (!this.discovering) next = Math.min(next, this.nextDiscoveryAt);

@@ -188,6 +188,8 @@ export function kinesisSource<T = unknown>(options: KinesisSourceOptions<T>): Ki
     bounded: opts.stopWhenIdleMs !== undefined,
     // Shards are read side by side: each holds the watermark back until it has records, goes idle or ends.
     concurrentSplits: true,
+    // Shards lag the tip by different amounts (a resharded parent, a slow fetch): aligned, one far ahead waits.
+    alignsWatermarks: true,
     async createSplits(): Promise<KinesisShardSplit[]> {
       const lease = acquireKinesisApi(options);
       try {

@@ -74,6 +74,34 @@ describe('restore plan', () => {
     expect(restoredTask(job, p.vertices[0]!, 0)!.splits!.map((s) => s.id)).toEqual(['s0', 's1']);
   });
 
+  it('starts the chained operators of a source subtask from the lowest watermark: its splits are dealt anew', () => {
+    const env = new StreamEnvironment({ parallelism: 2, maxParallelism: 16 });
+    env
+      .fromSource(generatorSource({ count: 10 }))
+      .map((t) => t)
+      .keyBy((t) => t.account)
+      .process({ processElement() {} })
+      .sinkTo(collectSink());
+    const p = buildPhysicalPlan(env.graph, env.options);
+    const sourceVertex = p.vertices[0]!;
+    const chained = sourceVertex.chain[0]!.id;
+    // Subtask 0 had read all its splits (its chain saw the final watermark); subtask 1 was still reading s1.
+    const sources: TaskSnapshot[] = [
+      { vertex: 0, subtask: 0, sourceSplits: [], operators: [{ nodeId: chained, watermark: Number.POSITIVE_INFINITY }] },
+      { vertex: 0, subtask: 1, sourceSplits: [{ id: 's1' }], operators: [{ nodeId: chained, watermark: 600 }] },
+    ];
+    const job = checkpointAtParallelism2();
+    const origins = new Map([
+      [sourceVertex.source!.id, { nodeId: sourceVertex.source!.id, vertex: 0 }],
+      [chained, { nodeId: chained, vertex: 0 }],
+    ]);
+    const restored: RestoredJob = { ...job, snapshots: new Map([...job.snapshots, [0, sources]]), origins };
+    const t0 = restoredTask(restored, sourceVertex, 0)!;
+    expect(t0.splits!.map((s) => s.id)).toEqual(['s1']);
+    expect(t0.operators.get(chained)!.watermark).toBe(600);
+    expect(restoredTask(restored, sourceVertex, 1)!.operators.get(chained)!.watermark).toBe(600);
+  });
+
   it('redistributes at parallelism 3: every key group once, splits and operator state round-robin, lowest watermark', () => {
     const job = checkpointAtParallelism2();
     const p = plan(3);
