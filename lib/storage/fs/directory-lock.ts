@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, unlinkSync } from 'node:fs';
-import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { link, readFile, unlink, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ConfigError } from '../../core/index.ts';
 import { errorCode } from './verified-files.ts';
+import { PRIVATE_FILE_MODE, mkdirPrivate } from './durable-fs.ts';
 
 /** The lock file a running job keeps in each folder it owns (its checkpoint folder, its state folder). */
 export const LOCK_FILE_NAME = 'sluice.lock';
@@ -72,7 +73,8 @@ export class DirectoryLock {
   static async acquire(dir: string, what: string, advice: string): Promise<DirectoryLock> {
     const folder = resolve(dir);
     try {
-      await mkdir(folder, { recursive: true });
+      // Often the first to create the folder: it must be as private as the checkpoint files it will hold.
+      await mkdirPrivate(folder);
     } catch (cause) {
       throw new ConfigError(`cannot use ${what}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
     }
@@ -137,7 +139,7 @@ export function describeHolder(holder: LockHolder): string {
 /** Writes the lock whole under a private name, then links it into place: others see all of it or nothing. */
 async function createExclusively(file: string, holder: LockHolder): Promise<boolean> {
   const temp = `${file}.${holder.pid}-${randomBytes(4).toString('hex')}.tmp`;
-  await writeFile(temp, `${JSON.stringify(holder)}\n`, { mode: 0o600 });
+  await writeFile(temp, `${JSON.stringify(holder)}\n`, { mode: PRIVATE_FILE_MODE });
   try {
     await link(temp, file);
     return true;
