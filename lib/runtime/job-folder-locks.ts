@@ -23,7 +23,16 @@ export async function lockJobFolders(folders: {
 }): Promise<JobFolderLocks> {
   const held: StorageLease[] = [];
   const release = async (): Promise<void> => {
-    for (const lock of held.splice(0).reverse()) await lock.release();
+    // Each lock is released even when another's release fails (a lock left held here blocks later jobs).
+    let failure: unknown;
+    for (const lock of held.splice(0).reverse()) {
+      try {
+        await lock.release();
+      } catch (err) {
+        failure ??= err;
+      }
+    }
+    if (failure !== undefined) throw failure;
   };
   try {
     const { checkpointDir, stateDir } = folders;

@@ -199,6 +199,7 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
       metrics.recordsOut += batch.values.length;
       if (batch.values.length > 0) chain.pushBatch(batch, 0);
       if (watermarks !== undefined) {
+        watermarks.wakeIdle(caughtUp);
         const wm = watermarks.advance();
         if (wm !== undefined) chain.pushWatermark(wm);
         reportWatermark(now, false);

@@ -134,13 +134,23 @@ export class SplitWatermarks {
    * they count again once they have records.
    */
   markCaughtUp(ids: Iterable<string> | undefined): void {
-    if (ids === undefined) {
-      for (const s of this.splits.values()) if (!s.paused) s.caughtUp = true;
-      return;
+    // A listed reader says exactly which splits have no data: one it no longer lists is behind again.
+    const listed = ids === undefined ? undefined : new Set(ids);
+    for (const [id, s] of this.splits) {
+      if (!s.paused) s.caughtUp = listed === undefined || listed.has(id);
     }
-    for (const id of ids) {
-      const s = this.splits.get(id);
-      if (s !== undefined) s.caughtUp = true;
+  }
+
+  /**
+   * Before the watermark advances on a batch of another split: an idle split whose reader has data for it again
+   * (not caught up any more) holds the watermark back again, so its records are not late when they come.
+   */
+  wakeIdle(caughtUp: (splitId: string) => boolean): void {
+    for (const [id, s] of this.splits) {
+      if (s.idle && !s.paused && !s.finished && !caughtUp(id)) {
+        s.idle = false;
+        s.caughtUpSince = undefined;
+      }
     }
   }
 

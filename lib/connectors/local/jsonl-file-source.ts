@@ -150,6 +150,8 @@ class JsonlReader<T> implements JsonlFileReader<T> {
   private lastBatchReader: JsonlSplitReader<T> | undefined;
   /** Splits paused by watermark alignment. */
   private readonly paused = new Set<string>();
+  /** Open splits whose last read found no complete line (follow mode): they have no data available now. */
+  private readonly starved = new Set<string>();
 
   constructor(
     splits: JsonlFileSplit[],
@@ -187,15 +189,23 @@ class JsonlReader<T> implements JsonlFileReader<T> {
         } else if (status === 'starved' || this.opts.follow !== undefined) {
           this.cursor++;
         }
-        if (status === 'starved') starved++;
+        if (status === 'starved') {
+          starved++;
+          this.starved.add(reader.split.id);
+        } else {
+          this.starved.delete(reader.split.id);
+        }
         if (values.length > 0) {
+          this.starved.delete(reader.split.id);
           const timestamps = new Array<number>(values.length).fill(NO_TIMESTAMP);
           this.lastBatchReader = reader;
           return { kind: 'batch', batch: { values, timestamps, split: reader.split.id, offsets } };
         }
         if (this.active.length === 0) break;
       }
-      if (this.active.length > 0) return { kind: 'wait', retryAfterMs: this.opts.follow?.pollIntervalMs ?? 0 };
+      if (this.active.length > 0) {
+        return { kind: 'wait', retryAfterMs: this.opts.follow?.pollIntervalMs ?? 0, caughtUpSplits: [...this.starved] };
+      }
     }
   }
 
@@ -203,6 +213,16 @@ class JsonlReader<T> implements JsonlFileReader<T> {
   rejectRecord(split: string, offset: number, reason: string): boolean {
     const reader = this.lastBatchReader;
     return reader !== undefined && reader.split.id === split && reader.rejectRecord(offset, reason);
+  }
+
+  /**
+   * Only a followed file at its end has no data available. A split not opened yet (bounded mode reads one at a time,
+   * and after a restore a subtask may hold another's unfinished split) or paused by alignment has data waiting: it
+   * must never be taken for idle, or the watermark would pass its records.
+   */
+  caughtUp(splitId: string): boolean {
+    if (this.starved.has(splitId)) return true;
+    return !this.pending.some((s) => s.id === splitId) && !this.active.some((r) => r.split.id === splitId);
   }
 
   pauseOrResumeSplits(pause: readonly string[], resume: readonly string[]): void {

@@ -63,6 +63,32 @@ describe('SplitWatermarks idleness', () => {
     expect(w.advance()).toBe(5999);
   });
 
+  it('an idle split whose reader has data again holds the watermark back while another split delivers (no wait poll between)', () => {
+    const w = twoSplits();
+    let bCaughtUp = true;
+    const caughtUp = (id: string) => id === 'b' && bCaughtUp;
+    w.onBatch(batch('a', 5000), 0, noInvalid);
+    w.checkIdle(0, caughtUp);
+    w.checkIdle(1000, caughtUp);
+    expect(w.advance()).toBe(4999); // b idle
+    bCaughtUp = false; // b's records are fetched and buffered, but the reader returns a's batch first
+    w.onBatch(batch('a', 9000), 1100, noInvalid);
+    w.wakeIdle(caughtUp);
+    expect(w.advance()).toBeUndefined();
+    w.onBatch(batch('b', 6000), 1200, noInvalid);
+    expect(w.advance()).toBe(5999);
+  });
+
+  it('a split the reader no longer lists as caught up counts for alignment again', () => {
+    const w = twoSplits();
+    w.onBatch(batch('a', 5000), 0, noInvalid);
+    w.onBatch(batch('b', 3000), 0, noInvalid);
+    w.markCaughtUp(['b']);
+    expect(w.alignmentWatermark()).toBe(4999);
+    w.markCaughtUp([]); // b is behind again
+    expect(w.alignmentWatermark()).toBe(2999);
+  });
+
   it('records break caught-up time: the timeout counts again from when the split is next seen caught up', () => {
     const w = twoSplits();
     const caughtUp = () => true;
