@@ -203,9 +203,11 @@ class JsonlReader<T> implements JsonlFileReader<T> {
         }
         if (this.active.length === 0) break;
       }
-      if (this.active.length > 0) {
-        return { kind: 'wait', retryAfterMs: this.opts.follow?.pollIntervalMs ?? 0, caughtUpSplits: [...this.starved] };
-      }
+      // No caughtUpSplits: watermark alignment must not wait for a split it cannot make progress, and bounded mode
+      // opens the next split only when the open one ends, so a split not opened yet is not waited for either
+      // (waiting for it while the open one is paused would never end). caughtUp() below is the stricter answer
+      // that idleness needs.
+      if (this.active.length > 0) return { kind: 'wait', retryAfterMs: this.opts.follow?.pollIntervalMs ?? 0 };
     }
   }
 
