@@ -1,4 +1,5 @@
 export * from './errors.ts';
+export * from './fencing.ts';
 export * from './time.ts';
 export * from './batch.ts';
 export * from './elements.ts';
