@@ -2,6 +2,7 @@
  * Plain-data types of the checkpoint protocol, shared by the coordinator, the tasks and checkpoint storage.
  * No I/O here (ARCHITECTURE.md rule 1).
  */
+import type { FencingToken } from '../core/fencing.ts';
 
 /** Identifies one task: a vertex of the physical plan and a subtask index. */
 export interface TaskId {
@@ -61,6 +62,12 @@ export interface CheckpointMetadata {
    * Absent in checkpoints written before it was recorded: those restore unchecked.
    */
   readonly operators?: readonly OperatorStateRecord[];
+  /**
+   * The fencing token of the attempt that wrote this checkpoint. A new run starts above the highest epoch it finds,
+   * and a component that already serves a newer epoch refuses this one. Absent in checkpoints written before it
+   * was recorded (read as epoch 0).
+   */
+  readonly fencing?: FencingToken;
 }
 
 /** Properties of an operator that decide how its state reads (window size, accumulator shape, state version, ...). */

@@ -3,6 +3,7 @@ import { CHECKPOINT_FORMAT_VERSION } from '../checkpoint/types.ts';
 import type { CheckpointMetadata, OperatorStateRecord, TaskStateHandle } from '../checkpoint/types.ts';
 import { parseSharedFilePath, parseTaskStatePath } from '../checkpoint/naming.ts';
 import { CheckpointCorruptError } from './errors.ts';
+import { isFencingToken } from '../core/fencing.ts';
 
 /*
  * Metadata file layout, readable with `cat`:
@@ -113,6 +114,7 @@ function checkMetadata(value: unknown, source: string): CheckpointMetadata {
     if (!Array.isArray(m.operators)) fail('an "operators" that is not a list');
     (m.operators as unknown[]).forEach((o, i) => checkOperator(o, i, fail));
   }
+  if (m.fencing !== undefined && !isFencingToken(m.fencing)) fail('an invalid "fencing" token');
   return value as CheckpointMetadata;
 }
 
