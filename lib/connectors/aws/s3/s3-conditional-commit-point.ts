@@ -18,22 +18,26 @@ export class S3ConditionalCommitPoint implements CheckpointCommitPoint {
     const url = this.objects.url(metadataPath);
     const refused = () =>
       new InternalError(`checkpoint ${checkpointId} in ${this.objects.url()} is already complete (${url} exists); checkpoint ids must be new`);
-    let existing: { bytes: number; sha256: string | undefined } | undefined;
-    try {
-      existing = await this.objects.head(metadataPath);
-    } catch (cause) {
-      throw new CheckpointIoError(`inspect`, url, cause);
-    }
-    if (existing !== undefined) {
-      // A retry of a commit whose response was lost finds its own bytes: that is success, not a conflict.
-      if (existing.sha256 === sha256 && existing.bytes === bytes.byteLength) return;
-      throw refused();
-    }
+    // A retry of a commit whose response was lost finds its own bytes: that is success, not a conflict.
+    const isOurs = async (): Promise<boolean | undefined> => {
+      let existing: { bytes: number; sha256: string | undefined } | undefined;
+      try {
+        existing = await this.objects.head(metadataPath);
+      } catch (cause) {
+        throw new CheckpointIoError(`inspect`, url, cause);
+      }
+      return existing === undefined ? undefined : existing.sha256 === sha256 && existing.bytes === bytes.byteLength;
+    };
+    const before = await isOurs();
+    if (before === true) return;
+    if (before === false) throw refused();
     try {
       await this.objects.putIfAbsent(metadataPath, bytes, sha256);
     } catch (cause) {
-      if (isPreconditionFailed(cause)) throw refused();
-      throw new CheckpointIoError(`commit the metadata of checkpoint ${checkpointId} to`, url, cause);
+      if (!isPreconditionFailed(cause)) throw new CheckpointIoError(`commit the metadata of checkpoint ${checkpointId} to`, url, cause);
+      // The SDK re-sends a put whose response was lost, and the re-send loses to the first try: 412 on our own
+      // bytes. A concurrent retry of the same commit ends here too.
+      if ((await isOurs()) !== true) throw refused();
     }
   }
 
