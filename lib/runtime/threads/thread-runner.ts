@@ -30,6 +30,7 @@ import type { CheckpointDriver } from '../checkpointing/checkpoint-driver.ts';
 import { nextFencingToken, type FencingToken } from '../../core/fencing.ts';
 import { allTasks, runAttempts, sourceTasks } from '../checkpointing/attempts.ts';
 import { writeRestoreMarker } from '../checkpointing/restore-marker.ts';
+import { markerAfterStop } from '../../checkpoint/restore-plan.ts';
 import type { JobControl, SavepointView } from '../control/job-control.ts';
 import { JobNotRunningError } from '../control/control-errors.ts';
 import { RemoteTaskError } from './remote-error.ts';
@@ -175,8 +176,7 @@ function runWithCheckpoints(
         storage: prepared.storage,
         savepoints: prepared.savepoints,
         // The next run with this checkpoint folder continues from the savepoint, not from an older checkpoint.
-        beforeStop: (savepoint) =>
-          writeRestoreMarker(prepared.storage.records, { source: savepoint.path, checkpointId: savepoint.checkpointId, floor: savepoint.checkpointId }),
+        beforeStop: (savepoint) => writeRestoreMarker(prepared.storage.records, markerAfterStop(savepoint)),
         tasks: allTasks(plan),
         sourceTasks: sourceTasks(plan),
         maxParallelism: plan.maxParallelism,
