@@ -1,9 +1,12 @@
 import { InternalError } from '../core/index.ts';
+import type { FencingToken } from '../core/fencing.ts';
 import { compileCoordinatorOptions } from './coordinator-options.ts';
 import type { CheckpointCoordinatorOptions, CompiledCoordinatorOptions } from './coordinator-options.ts';
 import type {
   AckOutcome,
   CheckpointHistoryEntry,
+  DeclineOutcome,
+  FencingRefusal,
   CoordinatorCommand,
   CoordinatorState,
   InFlightCheckpoint,
@@ -27,6 +30,11 @@ import type { CheckpointMetadata, OperatorStateRecord, TaskId, TaskStateHandle }
  * A failed final checkpoint is retried after a backoff that doubles with each consecutive failure; one failure
  * more than `tolerableFailures` in a row emits `failJob` and stops the coordinator, so failing storage ends the job
  * instead of being retried forever.
+ *
+ * Every protocol decision lives here, so that each driver (embedded, Step Functions) only carries out commands:
+ * which completions reach the tasks (`notifyComplete` only for checkpoints and a stop's savepoint), counting finished
+ * sources (`sourceFinished`), where a savepoint goes (`writeSavepoint`), the order of a stop (`prepareStop`, then
+ * `notifyComplete`, then `halt`) and refusing acks and declines of a stale attempt (fencing).
  */
 export interface CoordinatorInit {
   /** Every task of the physical plan; for each vertex, subtasks 0..parallelism-1. */
@@ -45,6 +53,13 @@ export interface CoordinatorInit {
   readonly history?: readonly CheckpointHistoryEntry[];
   /** What each operator's state means; written into every checkpoint's metadata. @default not recorded */
   readonly operators?: readonly OperatorStateRecord[];
+  /**
+   * The source tasks of the plan: once each has reported `sourceFinished`, the final checkpoint is taken.
+   * @default not known: only `allSourcesFinished` requests the final checkpoint
+   */
+  readonly sourceTasks?: readonly TaskId[];
+  /** The token of the attempt this coordinator serves. @default none: nothing is fenced, metadata records none */
+  readonly fencing?: FencingToken;
 }
 
 export interface CoordinatorStep {
@@ -52,8 +67,17 @@ export interface CoordinatorStep {
   readonly commands: readonly CoordinatorCommand[];
 }
 
-export interface AckStep extends CoordinatorStep {
+export interface AckStep extends CoordinatorStep, FencedStep {
   readonly outcome: AckOutcome;
+}
+
+export interface FencedStep {
+  /** Set when the event came from an older epoch and was ignored. */
+  readonly refused?: FencingRefusal;
+}
+
+export interface DeclineStep extends CoordinatorStep, FencedStep {
+  readonly outcome: DeclineOutcome;
 }
 
 export interface AbortStep extends CoordinatorStep {
@@ -106,6 +130,9 @@ export class CheckpointCoordinator {
       retained,
       history,
       ...(init.operators === undefined ? {} : { operators: init.operators }),
+      ...(init.sourceTasks === undefined ? {} : { pendingSources: checkSources(init.sourceTasks, parallelism) }),
+      stopRequests: [],
+      ...(init.fencing === undefined ? {} : { fencing: { attempt: init.fencing.attempt, epoch: init.fencing.epoch } }),
     });
   }
 
@@ -145,7 +172,7 @@ export class CheckpointCoordinator {
     if (s.inFlight !== undefined) {
       return s.inFlight.phase === 'acknowledging' ? Math.max(now, s.inFlight.triggeredAt + this.options.timeoutMs) : undefined;
     }
-    if (s.status !== 'running') return undefined;
+    if (s.status !== 'running' || s.stopping !== undefined) return undefined;
     if (s.queuedSavepoints.length > 0) return now;
     if (s.finalRequested) return Math.max(now, retryAt(this.options, s));
     return Math.max(now, nextPeriodicAt(this.options, s));
@@ -154,20 +181,25 @@ export class CheckpointCoordinator {
   /** Expires a checkpoint past its timeout; triggers a periodic checkpoint when one is due. */
   tick(now: number): CoordinatorStep {
     return this.run(now, (d, out) => {
-      if (d.status !== 'running' || d.inFlight !== undefined) return;
+      if (d.status !== 'running' || d.inFlight !== undefined || d.stopping !== undefined) return;
       if (d.finalRequested || d.queuedSavepoints.length > 0) startQueued(this.options, d, now, out);
       else if (now >= nextPeriodicAt(this.options, d)) trigger(this.options, d, now, out, false, false, undefined);
     }).step;
   }
 
-  /** Triggers a savepoint now, or as soon as the in-flight checkpoint ends; rejected once stopped or finished. */
-  triggerSavepoint(now: number): SavepointStep {
+  /**
+   * Triggers a savepoint now, or as soon as the in-flight checkpoint ends; rejected once stopped or finished. With
+   * `stop`, the job stops with it: once it is written, `prepareStop`, then (on `stopPrepared`) its `notifyComplete`
+   * and `halt`.
+   */
+  triggerSavepoint(now: number, options: { readonly stop?: boolean } = {}): SavepointStep {
     const { step, result } = this.run(now, (d, out) => {
       const requestId = d.nextSavepointRequestId;
       d.nextSavepointRequestId = requestId + 1;
-      if (d.status !== 'running') {
-        out.push({ kind: 'savepointRejected', requestId, reason: notRunningReason(d.status) });
+      if (d.status !== 'running' || d.stopping !== undefined) {
+        out.push({ kind: 'savepointRejected', requestId, reason: notRunningReason(d.stopping === undefined ? d.status : 'halted') });
       } else {
+        if (options.stop === true) d.stopRequests = [...(d.stopRequests ?? []), requestId];
         d.queuedSavepoints = [...d.queuedSavepoints, requestId];
         startQueued(this.options, d, now, out);
       }
@@ -176,8 +208,14 @@ export class CheckpointCoordinator {
     return { ...step, requestId: result };
   }
 
-  /** A task wrote its state for `checkpointId`. Once every expected task has, the metadata is committed. */
-  ack(checkpointId: number, handle: TaskStateHandle, now: number): AckStep {
+  /**
+   * A task wrote its state for `checkpointId`. Once every expected task has, the metadata is committed. `token` is
+   * the sender's fencing token: one older than the coordinator's is refused (outcome `fenced`, nothing changes).
+   * Without a token nothing is checked (a link within the attempt's own process, which cannot be stale).
+   */
+  ack(checkpointId: number, handle: TaskStateHandle, now: number, token?: FencingToken): AckStep {
+    const refused = refusal(this.state, token);
+    if (refused !== undefined) return { coordinator: this, commands: [], outcome: 'fenced', refused };
     const { step, result } = this.run(now, (d, out): AckOutcome => {
       const f = d.inFlight;
       if (f === undefined || f.checkpointId !== checkpointId) return checkpointId > d.lastCheckpointId ? 'unknown' : 'late';
@@ -197,9 +235,16 @@ export class CheckpointCoordinator {
   }
 
   /**
-   * Aborts `checkpointId` if it is in flight: a task declined it (its snapshot failed, or a newer barrier subsumed
-   * it), or the driver's metadata commit failed.
+   * A task declined `checkpointId` (its snapshot failed, or a newer barrier subsumed it): aborted if it is in
+   * flight. Fenced as `ack`: a stale attempt's decline must not abort the live attempt's checkpoint.
    */
+  decline(checkpointId: number, task: TaskId, reason: string, now: number, token?: FencingToken): DeclineStep {
+    const refused = refusal(this.state, token);
+    if (refused !== undefined) return { coordinator: this, commands: [], outcome: 'fenced', refused };
+    return this.abort(checkpointId, `task ${task.vertex}/${task.subtask} declined: ${reason}`, now);
+  }
+
+  /** Aborts `checkpointId` if it is in flight: the driver's metadata or savepoint write failed. */
   abort(checkpointId: number, reason: string, now: number): AbortStep {
     const { step, result } = this.run(now, (d, out) => {
       if (d.inFlight?.checkpointId !== checkpointId) return 'ignored' as const;
@@ -248,13 +293,59 @@ export class CheckpointCoordinator {
     }).step;
   }
 
+  /**
+   * A source task read all its input. Once every source task of the plan has (counted once each), the final
+   * checkpoint is requested as by `allSourcesFinished`.
+   */
+  sourceFinished(task: TaskId, now: number): CoordinatorStep {
+    return this.run(now, (d, out) => {
+      const pending = d.pendingSources;
+      if (pending === undefined) throw new InternalError(`${describeTask(task)} reported its source finished, but the coordinator was given no source tasks`);
+      const index = pending.findIndex((t) => sameTask(t, task));
+      if (index < 0) {
+        if (this.isTask(task)) return;
+        throw new InternalError(`${describeTask(task)} reported its source finished, but it is not a task of the plan`);
+      }
+      d.pendingSources = without(pending, index);
+      if (d.pendingSources.length === 0) requestFinal(this.options, d, now, out);
+    }).step;
+  }
+
   /** Every source read all its input: take the final checkpoint at once, even inside the interval. */
   allSourcesFinished(now: number): CoordinatorStep {
+    return this.run(now, (d, out) => requestFinal(this.options, d, now, out)).step;
+  }
+
+  /**
+   * The driver recorded the stop (`prepareStop`): the savepoint's completion goes to the tasks, then `halt`. If a
+   * task failed meanwhile, the job is not stopped (`savepointNotStopped`).
+   */
+  stopPrepared(checkpointId: number, now: number): CoordinatorStep {
     return this.run(now, (d, out) => {
-      if (d.status !== 'running' || d.finalRequested) return;
-      d.finalRequested = true;
+      const stopping = takeStopping(d, checkpointId, 'prepared');
+      if (d.status !== 'running') {
+        out.push(notStopped(stopping, 'jobFailing', notRunningReason(d.status)));
+        return;
+      }
+      out.push({ kind: 'notifyComplete', checkpointId, final: false });
+      d.status = 'halted';
+      rejectQueued(d, out, notRunningReason('halted'));
+      out.push({ kind: 'halt', requestId: stopping.requestId, checkpointId });
+    }).step;
+  }
+
+  /** Recording the stop failed: the savepoint stays valid, the job keeps running, queued work starts. */
+  stopFailed(checkpointId: number, reason: string, now: number): CoordinatorStep {
+    return this.run(now, (d, out) => {
+      const stopping = takeStopping(d, checkpointId, 'failed');
+      out.push(notStopped(stopping, 'prepareFailed', reason));
       startQueued(this.options, d, now, out);
     }).step;
+  }
+
+  private isTask(task: TaskId): boolean {
+    const p = this.state.parallelism[task.vertex];
+    return p !== undefined && Number.isSafeInteger(task.subtask) && task.subtask >= 0 && task.subtask < p;
   }
 
   /**
@@ -273,8 +364,10 @@ export class CheckpointCoordinator {
       d.lastEndedAt = now;
       d.consecutiveFailures = 0;
       d.history = updateHistory(d.history, checkpointId, (e) => ({ ...e, status: 'completed', durationMs: now - f.triggeredAt }));
-      if (d.status === 'running') out.push({ kind: 'notifyComplete', checkpointId, final: f.final });
-      if (!f.savepoint) {
+      if (f.savepoint) {
+        if (savepointCompleted(d, f, out)) return;
+      } else {
+        if (d.status === 'running') out.push({ kind: 'notifyComplete', checkpointId, final: f.final });
         const retained = [...d.retained, checkpointId];
         const excess = retained.length - this.options.retain;
         d.retained = excess > 0 ? retained.slice(excess) : retained;
@@ -342,7 +435,76 @@ function retryAt(options: CompiledCoordinatorOptions, s: CoordinatorState): numb
 }
 
 function notRunningReason(status: CoordinatorState['status']): string {
+  if (status === 'halted') return 'the job was stopped with a savepoint';
   return status === 'finished' ? 'the job finished' : 'the job is stopping after a task failure';
+}
+
+/** The refusal of an event whose sender's epoch is older than the coordinator's (the shared rule of assertNotFenced). */
+function refusal(s: CoordinatorState, offered: FencingToken | undefined): FencingRefusal | undefined {
+  const current = s.fencing;
+  if (current === undefined || offered === undefined || offered.epoch >= current.epoch) return undefined;
+  return { current, offered: { attempt: offered.attempt, epoch: offered.epoch } };
+}
+
+/** Source tasks must be tasks of the plan, each listed once; sorted for a stable state. */
+function checkSources(sources: readonly TaskId[], parallelism: Readonly<Record<number, number>>): TaskId[] {
+  const sorted = [...sources].sort(compareTaskIds);
+  sorted.forEach((t, i) => {
+    const p = parallelism[t.vertex];
+    if (p === undefined || !Number.isSafeInteger(t.subtask) || t.subtask < 0 || t.subtask >= p) {
+      throw new InternalError(`source ${describeTask(t)} is not a task of the checkpoint plan`);
+    }
+    const previous = sorted[i - 1];
+    if (previous !== undefined && sameTask(previous, t)) throw new InternalError(`source ${describeTask(t)} is listed twice`);
+  });
+  return sorted.map((t) => ({ vertex: t.vertex, subtask: t.subtask }));
+}
+
+function requestFinal(options: CompiledCoordinatorOptions, d: Draft, now: number, out: Out): void {
+  if (d.status !== 'running' || d.finalRequested) return;
+  d.finalRequested = true;
+  startQueued(options, d, now, out);
+}
+
+/**
+ * A savepoint's files are written. A savepoint that does not stop the job answers its request and notifies no task.
+ * The savepoint of a stop asks the driver to record the stop and waits (returns true: nothing else starts), unless
+ * a task failed first: then the job is not stopped with it.
+ */
+function savepointCompleted(d: Draft, f: InFlightCheckpoint, out: Out): boolean {
+  const requestId = f.savepointRequestId;
+  if (requestId === undefined) throw new InternalError(`savepoint ${f.checkpointId} answers no savepoint request`);
+  const stop = (d.stopRequests ?? []).includes(requestId);
+  d.stopRequests = (d.stopRequests ?? []).filter((r) => r !== requestId);
+  if (!stop) {
+    out.push({ kind: 'savepointComplete', requestId, checkpointId: f.checkpointId });
+    return false;
+  }
+  if (d.status !== 'running') {
+    out.push(notStopped({ requestId, checkpointId: f.checkpointId }, 'jobFailing', notRunningReason(d.status)));
+    return false;
+  }
+  d.stopping = { requestId, checkpointId: f.checkpointId };
+  out.push({ kind: 'prepareStop', requestId, checkpointId: f.checkpointId });
+  return true;
+}
+
+function takeStopping(d: Draft, checkpointId: number, what: string): { requestId: number; checkpointId: number } {
+  const stopping = d.stopping;
+  if (stopping?.checkpointId !== checkpointId) {
+    const actual = stopping === undefined ? 'no stop is being prepared' : `the stop of savepoint ${stopping.checkpointId} is`;
+    throw new InternalError(`the stop of savepoint ${checkpointId} reported ${what}, but ${actual}`);
+  }
+  delete d.stopping;
+  return stopping;
+}
+
+function notStopped(
+  stopping: { requestId: number; checkpointId: number },
+  why: 'jobFailing' | 'prepareFailed',
+  reason: string,
+): CoordinatorCommand {
+  return { kind: 'savepointNotStopped', requestId: stopping.requestId, checkpointId: stopping.checkpointId, why, reason };
 }
 
 function without<T>(items: readonly T[], index: number): T[] {
@@ -374,6 +536,11 @@ function fail(options: CompiledCoordinatorOptions, d: Draft, now: number, out: O
   const f = d.inFlight;
   if (f === undefined) throw new InternalError('no checkpoint in flight to abort');
   out.push({ kind: 'abort', checkpointId: f.checkpointId, reason });
+  if (f.savepoint && f.savepointRequestId !== undefined) {
+    const requestId = f.savepointRequestId;
+    d.stopRequests = (d.stopRequests ?? []).filter((r) => r !== requestId);
+    out.push({ kind: 'savepointFailed', requestId, checkpointId: f.checkpointId, reason });
+  }
   if (!f.savepoint && d.status === 'running') {
     const failures = (d.consecutiveFailures ?? 0) + 1;
     d.consecutiveFailures = failures;
@@ -395,6 +562,7 @@ function fail(options: CompiledCoordinatorOptions, d: Draft, now: number, out: O
 
 function rejectQueued(d: Draft, out: Out, reason: string): void {
   for (const requestId of d.queuedSavepoints) out.push({ kind: 'savepointRejected', requestId, reason });
+  d.stopRequests = (d.stopRequests ?? []).filter((r) => !d.queuedSavepoints.includes(r));
   d.queuedSavepoints = [];
 }
 
@@ -403,7 +571,7 @@ function rejectQueued(d: Draft, out: Out, reason: string): void {
  * checkpoint; the final checkpoint also waits out the backoff after a failure.
  */
 function startQueued(options: CompiledCoordinatorOptions, d: Draft, now: number, out: Out): void {
-  if (d.inFlight !== undefined || d.status !== 'running') return;
+  if (d.inFlight !== undefined || d.status !== 'running' || d.stopping !== undefined) return;
   const [requestId, ...rest] = d.queuedSavepoints;
   if (requestId !== undefined) {
     d.queuedSavepoints = rest;
@@ -470,6 +638,12 @@ function startCommit(d: Draft, now: number, out: Out): void {
     tasks,
     ...(finishedTasks.length > 0 ? { finishedTasks } : {}),
     ...(d.operators === undefined ? {} : { operators: d.operators }),
+    ...(d.fencing === undefined ? {} : { fencing: d.fencing }),
   };
-  out.push({ kind: 'commitMetadata', metadata });
+  if (f.savepoint && f.savepointRequestId !== undefined) {
+    const stop = (d.stopRequests ?? []).includes(f.savepointRequestId);
+    out.push({ kind: 'writeSavepoint', metadata, requestId: f.savepointRequestId, stop });
+  } else {
+    out.push({ kind: 'commitMetadata', metadata });
+  }
 }

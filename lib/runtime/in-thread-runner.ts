@@ -19,6 +19,8 @@ import {
   retainedCheckpointIds,
 } from './checkpointing/prepare-checkpointing.ts';
 import { EmbeddedCheckpointDriver } from './checkpointing/embedded-driver.ts';
+import type { CheckpointDriver } from './checkpointing/checkpoint-driver.ts';
+import { nextFencingToken, type FencingToken } from '../core/fencing.ts';
 import { CheckpointHub } from './checkpointing/checkpoint-hub.ts';
 import { loadRestoredJob, type RestoredJob } from './checkpointing/restore-plan.ts';
 import { lockJobFolders } from './job-folder-locks.ts';
@@ -94,6 +96,7 @@ async function runCheckpointed(
   const prepared = await prepareCheckpointing(config, plan, log);
   let lastCheckpointId = prepared.lastCheckpointId;
   const allVertices = new Set(plan.vertices.map((v) => v.id));
+  let fencing: FencingToken | undefined;
   return runAttempts({
     strategy: checkRestartStrategy(options.restart ?? DEFAULT_RESTART_STRATEGY),
     ...restartOrigin(prepared),
@@ -103,7 +106,10 @@ async function runCheckpointed(
       const restored =
         restoreFrom === undefined ? undefined : await loadRestoredJob(restoreReader(prepared, restoreFrom), restoreFrom, plan, allVertices);
       let tasks: DeployedTask[] = [];
-      const driver = new EmbeddedCheckpointDriver({
+      // Each attempt fences the ones before it, and a new run those that wrote the checkpoint it restores.
+      fencing = nextFencingToken(fencing, prepared.latest?.fencing?.epoch);
+      const driver: CheckpointDriver = new EmbeddedCheckpointDriver({
+        fencing,
         options: config,
         storage: prepared.storage,
         tasks: allTasks(plan),
@@ -118,7 +124,7 @@ async function runCheckpointed(
         },
         log,
       });
-      const hub = new CheckpointHub(prepared.storage, driver);
+      const hub = new CheckpointHub(prepared.storage, driver, fencing);
       hub.onComplete((id) => tasks.forEach((t) => t.notifyCheckpointComplete(id)));
       tasks = deploy(restored, hub);
       // Failing checkpoint storage fails the attempt: every task ends with its error.

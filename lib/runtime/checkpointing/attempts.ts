@@ -3,7 +3,7 @@ import type { PhysicalPlan } from '../../graph/physical-plan.ts';
 import type { TaskId } from '../../checkpoint/types.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
 import type { CheckpointStorage } from '../../storage/checkpoint-storage.ts';
-import { planRestore, type CorruptCheckpoint, type RestoreStart } from '../../checkpoint/restore-plan.ts';
+import { planRestart, planRestore, type CorruptCheckpoint, type RestoreStart } from '../../checkpoint/restore-plan.ts';
 import { restartDelay, type RestartStrategy } from './checkpointing-config.ts';
 
 export function allTasks(plan: PhysicalPlan): TaskId[] {
@@ -60,7 +60,7 @@ export async function runAttempts<T>(options: {
         throw err;
       }
       const floor = options.restartFloor;
-      restoreFrom = floor === undefined || (latest !== undefined && latest.checkpointId > floor) ? latest : options.first;
+      restoreFrom = planRestart({ floor, latestComplete: latest?.checkpointId }) === 'latest' ? latest : options.first;
       // The same rule as at start-up: a restart must not silently replay what a corrupt checkpoint committed.
       const start: RestoreStart =
         restoreFrom === undefined

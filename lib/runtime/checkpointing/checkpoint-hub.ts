@@ -1,19 +1,16 @@
-import type { SharedFileEntry, TaskId, TaskStateHandle } from '../../checkpoint/types.ts';
+import type { SharedFileEntry, TaskId } from '../../checkpoint/types.ts';
 import { isFileKeyedStateSnapshot, isPendingKeyedSnapshot, type SharedStateStore } from '../../state/index.ts';
 import { taskStateFileName } from '../../checkpoint/naming.ts';
 import type { CheckpointStorage } from '../../storage/checkpoint-storage.ts';
 import { encodeTaskSnapshot } from '../../storage/task-state-codec.ts';
 import type { TaskSnapshot } from '../../storage/task-snapshot.ts';
 import { yieldToEventLoop } from '../yield.ts';
+import type { FencingToken } from '../../core/fencing.ts';
 import type { CheckpointParticipant } from './participant.ts';
+import type { CoordinatorLink } from './checkpoint-driver.ts';
 import { crashPoint } from './fault-injection.ts';
 
-/** What a thread's hub reports to the coordinator (directly in-thread, by message from a worker thread). */
-export interface CoordinatorLink {
-  ack(checkpointId: number, handle: TaskStateHandle): void;
-  decline(checkpointId: number, task: TaskId, reason: string): void;
-  sourceFinished(task: TaskId): void;
-}
+export type { CoordinatorLink } from './checkpoint-driver.ts';
 
 /**
  * The checkpoint side of one thread: writes its tasks' snapshots (the asynchronous phase, off the task loop),
@@ -33,6 +30,8 @@ export class CheckpointHub implements CheckpointParticipant {
   constructor(
     private readonly storage: CheckpointStorage,
     private readonly link: CoordinatorLink,
+    /** The attempt's fencing token, sent with every ack and decline. @default none (a link that cannot be stale) */
+    private readonly token?: FencingToken,
   ) {}
 
   acknowledge(vertexName: string, checkpointId: number, snapshot: TaskSnapshot, syncMs: number): void {
@@ -56,9 +55,9 @@ export class CheckpointHub implements CheckpointParticipant {
           syncMs: roundMs(syncMs),
           asyncMs: roundMs(performance.now() - started),
           ...(sharedFiles.length > 0 ? { sharedFiles } : {}),
-        });
+        }, this.token);
       } catch (err) {
-        this.link.decline(checkpointId, task, err instanceof Error ? err.message : String(err));
+        this.link.decline(checkpointId, task, err instanceof Error ? err.message : String(err), this.token);
       }
     })();
     this.writing.add(write);

@@ -1,11 +1,12 @@
 import { InternalError, type BarrierElement } from '../../core/index.ts';
-import { CheckpointCoordinator, type CoordinatorStep } from '../../checkpoint/coordinator.ts';
+import { FencedError, type FencingToken } from '../../core/fencing.ts';
+import { CheckpointCoordinator, type CoordinatorStep, type FencedStep } from '../../checkpoint/coordinator.ts';
 import type { CheckpointCoordinatorOptions } from '../../checkpoint/coordinator-options.ts';
 import type { CheckpointHistoryEntry, CoordinatorCommand } from '../../checkpoint/coordinator-protocol.ts';
 import type { CheckpointMetadata, OperatorStateRecord, TaskId, TaskStateHandle } from '../../checkpoint/types.ts';
 import type { CheckpointStorage, TaskStateReader } from '../../storage/checkpoint-storage.ts';
 import { JobNotRunningError, SavepointFailedError } from '../control/control-errors.ts';
-import type { CoordinatorLink } from './checkpoint-hub.ts';
+import type { CheckpointDriver, DriverHistoryEntry, SavepointResult } from './checkpoint-driver.ts';
 import { crashPoint } from './fault-injection.ts';
 import { CheckpointingFailedError } from './checkpointing-failed-error.ts';
 import { RateLimitedLog } from './rate-limited-log.ts';
@@ -24,17 +25,7 @@ export interface SavepointWriter {
   write(metadata: CheckpointMetadata, source: TaskStateReader): Promise<string>;
 }
 
-/** A complete savepoint. */
-export interface SavepointResult {
-  readonly checkpointId: number;
-  /** Absolute path of its self-contained directory. */
-  readonly path: string;
-}
-
-/** A history entry with the directory of a completed savepoint. */
-export interface DriverHistoryEntry extends CheckpointHistoryEntry {
-  readonly path: string | undefined;
-}
+export type { DriverHistoryEntry, SavepointResult } from './checkpoint-driver.ts';
 
 interface SavepointWaiter {
   readonly stop: boolean;
@@ -67,32 +58,35 @@ export interface EmbeddedDriverInit {
   readonly savepointPaths?: ReadonlyMap<number, string>;
   /** What each operator's state means (operatorStateRecords of the plan), recorded in every checkpoint. */
   readonly operators?: readonly OperatorStateRecord[];
+  /**
+   * The fencing token of this attempt: recorded in every checkpoint's metadata; acks and declines carrying an older
+   * epoch are refused and logged. @default none (nothing fenced or recorded)
+   */
+  readonly fencing?: FencingToken;
 }
 
 /**
- * Drives the pure checkpoint coordinator in the embedded runner: a timer for `tick`, storage for metadata and
- * cleanup, and a dispatch to the tasks. Events are applied one at a time, in arrival order.
+ * Drives the pure checkpoint coordinator in the embedded runner: a timer for `tick`, storage for metadata, savepoints
+ * and cleanup, and a dispatch to the tasks. Events are applied one at a time, in arrival order. Every decision
+ * (what to notify, when to halt, which sources are done, fencing) is the coordinator's: this class only carries out
+ * its commands and answers savepoint requests.
  */
-export class EmbeddedCheckpointDriver implements CoordinatorLink {
+export class EmbeddedCheckpointDriver implements CheckpointDriver {
   private coordinator: CheckpointCoordinator;
   private queue: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
-  private readonly finishedSources = new Set<string>();
   private readonly now: () => number;
-  /** Savepoint requests not yet numbered by the coordinator, then by request id, and request ids by checkpoint id. */
+  /** Savepoint requests not yet numbered by the coordinator, then by request id. */
   private readonly unnumbered = new Set<SavepointWaiter>();
   private readonly savepointRequests = new Map<number, SavepointWaiter>();
-  private readonly requestOfCheckpoint = new Map<number, number>();
   private readonly paths: Map<number, string>;
+  /** Why recording the stop failed, as the cause of the stop request's rejection. */
+  private prepareStopError: unknown;
   /** The savepoint a stop completed with; the driver has halted. */
   private stoppedWith: SavepointResult | undefined;
   private readonly warnings: RateLimitedLog;
   private failWith: (err: Error) => void = () => {};
-  /**
-   * Rejects once checkpointing fails the job: more consecutive checkpoints failed than tolerated
-   * (CheckpointingFailedError), or the driver itself broke. Never resolves. The runner fails the attempt with it.
-   */
   readonly failed: Promise<never>;
 
   constructor(private readonly init: EmbeddedDriverInit) {
@@ -103,23 +97,19 @@ export class EmbeddedCheckpointDriver implements CoordinatorLink {
     this.failed.catch(() => undefined);
     this.coordinator = CheckpointCoordinator.start(init.options, {
       tasks: init.tasks,
+      sourceTasks: init.sourceTasks,
       maxParallelism: init.maxParallelism,
       now: this.now(),
       lastCheckpointId: init.lastCheckpointId,
       retainedCheckpointIds: init.retainedCheckpointIds,
       history: init.history,
       ...(init.operators === undefined ? {} : { operators: init.operators }),
+      ...(init.fencing === undefined ? {} : { fencing: init.fencing }),
     });
     this.paths = new Map(init.savepointPaths);
     this.schedule();
   }
 
-  /**
-   * Takes a savepoint now, or once the checkpoint in flight ended; resolves with its directory once complete.
-   * With `stop`, the driver then delivers its completion to the tasks and stops: no later checkpoint is triggered
-   * or completed, so the savepoint is exactly what the sinks have committed, and the runner may end the job.
-   * Rejects with JobNotRunningError when no savepoint can be taken, or SavepointFailedError when it failed.
-   */
   triggerSavepoint(options: { stop?: boolean } = {}): Promise<SavepointResult> {
     return new Promise((resolve, reject) => {
       if (this.stopped) {
@@ -133,7 +123,7 @@ export class EmbeddedCheckpointDriver implements CoordinatorLink {
       const waiter: SavepointWaiter = { stop: options.stop === true, resolve, reject };
       this.unnumbered.add(waiter);
       this.apply((c, now) => {
-        const step = c.triggerSavepoint(now);
+        const step = c.triggerSavepoint(now, { stop: waiter.stop });
         this.unnumbered.delete(waiter);
         this.savepointRequests.set(step.requestId, waiter);
         return step;
@@ -141,12 +131,10 @@ export class EmbeddedCheckpointDriver implements CoordinatorLink {
     });
   }
 
-  /** Newest first, with the directories of completed savepoints. */
   history(): DriverHistoryEntry[] {
     return this.coordinator.history().map((e) => ({ ...e, path: this.paths.get(e.checkpointId) }));
   }
 
-  /** Oldest first, as the next attempt's driver takes it (`init.history`). */
   get historyState(): readonly CheckpointHistoryEntry[] {
     return this.coordinator.state.history;
   }
@@ -155,29 +143,26 @@ export class EmbeddedCheckpointDriver implements CoordinatorLink {
     return this.paths;
   }
 
-  /** Set once a stop's savepoint is complete and its completion went to the tasks: the job may end. */
   get stoppedWithSavepoint(): SavepointResult | undefined {
     return this.stoppedWith;
   }
 
-  /** The highest checkpoint id used; a restarted attempt continues after it. */
   get lastCheckpointId(): number {
     return this.coordinator.lastCheckpointId;
   }
 
-  ack(checkpointId: number, handle: TaskStateHandle): void {
+  ack(checkpointId: number, handle: TaskStateHandle, token?: FencingToken): void {
     if (TRACE) this.init.log(`checkpoint coordinator: ack ${checkpointId} from ${handle.task.vertex}/${handle.task.subtask}`);
-    this.apply((c, now) => c.ack(checkpointId, handle, now));
+    this.apply((c, now) => c.ack(checkpointId, handle, now, token));
   }
 
-  decline(checkpointId: number, task: TaskId, reason: string): void {
-    this.apply((c, now) => c.abort(checkpointId, `task ${task.vertex}/${task.subtask} declined: ${reason}`, now));
+  decline(checkpointId: number, task: TaskId, reason: string, token?: FencingToken): void {
+    this.apply((c, now) => c.decline(checkpointId, task, reason, now, token));
   }
 
   sourceFinished(task: TaskId): void {
     if (TRACE) this.init.log(`checkpoint coordinator: source ${task.vertex}/${task.subtask} finished`);
-    this.finishedSources.add(`${task.vertex}/${task.subtask}`);
-    if (this.finishedSources.size === this.init.sourceTasks.length) this.apply((c, now) => c.allSourcesFinished(now));
+    this.apply((c, now) => c.sourceFinished(task, now));
   }
 
   /** Stops triggering; commands of an event already being applied still run. Pending savepoints are rejected. */
@@ -202,87 +187,56 @@ export class EmbeddedCheckpointDriver implements CoordinatorLink {
     for (const w of waiters) w.reject(new JobNotRunningError('the job stopped or is restarting before the savepoint was taken'));
   }
 
-  private takeWaiter(checkpointId: number): SavepointWaiter | undefined {
-    const requestId = this.requestOfCheckpoint.get(checkpointId);
-    if (requestId === undefined) return undefined;
-    this.requestOfCheckpoint.delete(checkpointId);
+  private takeWaiter(requestId: number): SavepointWaiter | undefined {
     const waiter = this.savepointRequests.get(requestId);
     this.savepointRequests.delete(requestId);
     return waiter;
   }
 
-  /** A checkpoint's metadata into checkpoint storage; a savepoint's files and metadata into its own directory. */
-  private async commit(metadata: CheckpointMetadata): Promise<void> {
-    if (!metadata.savepoint) {
-      await this.init.storage.commitMetadata(metadata);
-      return;
-    }
+  private savepointResult(checkpointId: number): SavepointResult {
+    return { checkpointId, path: this.paths.get(checkpointId) ?? '' };
+  }
+
+  /** A savepoint's files and metadata into its own directory; the staging files in checkpoint storage go. */
+  private async writeSavepoint(metadata: CheckpointMetadata): Promise<void> {
     if (this.init.savepoints === undefined) throw new InternalError('a savepoint completed but this runner has no savepoint storage');
     this.paths.set(metadata.checkpointId, await this.init.savepoints.write(metadata, this.init.storage));
     // The tasks wrote the savepoint's state as checkpoint files; the savepoint has its own copies now.
     await this.init.storage.discard(metadata.checkpointId).catch((err: unknown) => {
-      this.init.log(`warning: could not remove the staging files of savepoint ${metadata.checkpointId}: ${err instanceof Error ? err.message : String(err)}`);
+      this.init.log(`warning: could not remove the staging files of savepoint ${metadata.checkpointId}: ${message(err)}`);
     });
   }
 
-  /**
-   * Carries out what follows a commit. As in Flink, only checkpoints and the savepoint of a stop are delivered to
-   * the tasks: sinks commit what an intermediate savepoint covers with the next checkpoint, so that recovery, which
-   * never starts from a savepoint, cannot replay what a sink already committed. A stop halts right after its
-   * savepoint's completion is delivered.
-   */
-  private async afterCommit(metadata: CheckpointMetadata, commands: readonly CoordinatorCommand[]): Promise<void> {
-    if (!metadata.savepoint) {
-      await this.execute(commands);
-      return;
-    }
-    const waiter = this.takeWaiter(metadata.checkpointId);
-    const result = { checkpointId: metadata.checkpointId, path: this.paths.get(metadata.checkpointId) ?? '' };
-    const notify = commands.findIndex((c) => c.kind === 'notifyComplete');
-    const withoutNotify = commands.filter((c) => c.kind !== 'notifyComplete');
-    if (waiter?.stop !== true || notify < 0) {
-      await this.execute(withoutNotify);
-      if (waiter?.stop === true) waiter.reject(new JobNotRunningError(`savepoint ${result.path} was taken, but the job is failing and was not stopped with it`));
-      else waiter?.resolve(result);
-      return;
-    }
-    try {
-      await this.init.beforeStop?.(result);
-    } catch (err) {
-      await this.execute(withoutNotify);
-      const reason = err instanceof Error ? err.message : String(err);
-      waiter.reject(new SavepointFailedError(`savepoint ${result.path} was taken, but the job was not stopped: ${reason}`, err));
-      return;
-    }
-    await this.execute(commands.slice(0, notify + 1));
-    this.stoppedWith = result;
-    this.halt();
-    waiter.resolve(result);
-  }
-
-  private apply(event: (c: CheckpointCoordinator, now: number) => CoordinatorStep): void {
+  private apply(event: (c: CheckpointCoordinator, now: number) => CoordinatorStep & FencedStep): void {
     this.queue = this.queue
       .then(async () => {
         if (this.stopped) return;
         const step = event(this.coordinator, this.now());
-        this.coordinator = step.coordinator;
-        await this.execute(step.commands);
+        if (step.refused !== undefined) {
+          this.warnings.warn(`warning: ${new FencedError('the checkpoint coordinator', step.refused.current, step.refused.offered).message}`);
+        }
+        await this.follow(step);
         this.schedule();
       })
       .catch((err: unknown) => {
         // The coordinator's state no longer matches what was carried out: stop rather than hang or guess.
-        this.init.log(`checkpoint coordinator error: ${err instanceof Error ? err.message : String(err)}`);
+        this.init.log(`checkpoint coordinator error: ${message(err)}`);
         this.halt();
         this.failWith(err instanceof Error ? err : new InternalError(String(err)));
       });
   }
 
+  /** Takes the step's coordinator and carries out its commands (which may report further events). */
+  private async follow(step: CoordinatorStep): Promise<void> {
+    this.coordinator = step.coordinator;
+    await this.execute(step.commands);
+  }
+
   private async execute(commands: readonly CoordinatorCommand[]): Promise<void> {
     for (const command of commands) {
-      if (TRACE) this.init.log(`checkpoint coordinator: ${JSON.stringify(command.kind === 'commitMetadata' ? { kind: command.kind, checkpointId: command.metadata.checkpointId } : command)}`);
+      if (TRACE) this.init.log(`checkpoint coordinator: ${JSON.stringify('metadata' in command ? { kind: command.kind, checkpointId: command.metadata.checkpointId } : command)}`);
       switch (command.kind) {
         case 'trigger':
-          if (command.savepointRequestId !== undefined) this.requestOfCheckpoint.set(command.checkpointId, command.savepointRequestId);
           this.init.dispatch.trigger({
             kind: 'barrier',
             checkpointId: command.checkpointId,
@@ -291,28 +245,61 @@ export class EmbeddedCheckpointDriver implements CoordinatorLink {
           });
           break;
         case 'commitMetadata':
+        case 'writeSavepoint': {
+          const id = command.metadata.checkpointId;
           try {
-            await this.commit(command.metadata);
+            if (command.kind === 'commitMetadata') await this.init.storage.commitMetadata(command.metadata);
+            else await this.writeSavepoint(command.metadata);
           } catch (err) {
-            const reason = `writing the metadata failed: ${err instanceof Error ? err.message : String(err)}`;
-            const step = this.coordinator.abort(command.metadata.checkpointId, reason, this.now());
-            this.coordinator = step.coordinator;
-            await this.execute(step.commands);
+            await this.follow(this.coordinator.abort(id, `writing the metadata failed: ${message(err)}`, this.now()));
             break;
           }
           crashPoint('after-metadata-commit');
-          {
-            const step = this.coordinator.metadataCommitted(command.metadata.checkpointId, this.now());
-            this.coordinator = step.coordinator;
-            await this.afterCommit(command.metadata, step.commands);
-          }
+          await this.follow(this.coordinator.metadataCommitted(id, this.now()));
           break;
+        }
         case 'notifyComplete':
           this.init.dispatch.notifyComplete(command.checkpointId, command.final);
           break;
+        case 'savepointComplete':
+          this.takeWaiter(command.requestId)?.resolve(this.savepointResult(command.checkpointId));
+          break;
+        case 'savepointFailed':
+          this.takeWaiter(command.requestId)?.reject(new SavepointFailedError(`savepoint (checkpoint ${command.checkpointId}) failed: ${command.reason}`));
+          break;
+        case 'prepareStop': {
+          const id = command.checkpointId;
+          try {
+            await this.init.beforeStop?.(this.savepointResult(id));
+          } catch (err) {
+            this.prepareStopError = err;
+            await this.follow(this.coordinator.stopFailed(id, message(err), this.now()));
+            break;
+          }
+          await this.follow(this.coordinator.stopPrepared(id, this.now()));
+          break;
+        }
+        case 'savepointNotStopped': {
+          const { path } = this.savepointResult(command.checkpointId);
+          const waiter = this.takeWaiter(command.requestId);
+          if (command.why === 'jobFailing') {
+            waiter?.reject(new JobNotRunningError(`savepoint ${path} was taken, but the job is failing and was not stopped with it`));
+          } else {
+            const cause = this.prepareStopError;
+            this.prepareStopError = undefined;
+            waiter?.reject(new SavepointFailedError(`savepoint ${path} was taken, but the job was not stopped: ${command.reason}`, cause));
+          }
+          break;
+        }
+        case 'halt': {
+          const waiter = this.takeWaiter(command.requestId);
+          this.stoppedWith = this.savepointResult(command.checkpointId);
+          this.halt();
+          waiter?.resolve(this.stoppedWith);
+          break;
+        }
         case 'abort':
           this.warnings.warn(`checkpoint ${command.checkpointId} aborted: ${command.reason}`);
-          this.takeWaiter(command.checkpointId)?.reject(new SavepointFailedError(`savepoint (checkpoint ${command.checkpointId}) failed: ${command.reason}`));
           await this.discard(command.checkpointId);
           break;
         case 'discard':
@@ -324,8 +311,7 @@ export class EmbeddedCheckpointDriver implements CoordinatorLink {
           break;
         case 'savepointRejected':
           this.init.log(`savepoint request ${command.requestId} rejected: ${command.reason}`);
-          this.savepointRequests.get(command.requestId)?.reject(new JobNotRunningError(`no savepoint was taken: ${command.reason}`));
-          this.savepointRequests.delete(command.requestId);
+          this.takeWaiter(command.requestId)?.reject(new JobNotRunningError(`no savepoint was taken: ${command.reason}`));
           break;
       }
     }
@@ -339,7 +325,7 @@ export class EmbeddedCheckpointDriver implements CoordinatorLink {
     try {
       await this.init.storage.discard(checkpointId);
     } catch (err) {
-      this.warnings.warn(`warning: could not remove checkpoint ${checkpointId}: ${err instanceof Error ? err.message : String(err)}`);
+      this.warnings.warn(`warning: could not remove checkpoint ${checkpointId}: ${message(err)}`);
     }
   }
 
@@ -353,4 +339,8 @@ export class EmbeddedCheckpointDriver implements CoordinatorLink {
     // The coordinator's timer alone must not keep the process alive once the job has ended.
     this.timer.unref();
   }
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

@@ -1,13 +1,13 @@
 import { join, resolve } from 'node:path';
-import { ConfigError } from '../../core/index.ts';
+import { ConfigError, InternalError } from '../../core/index.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
-import { planRestore, type CorruptCheckpoint, type RestoreStart } from '../../checkpoint/restore-plan.ts';
+import { planRestore, planStartup, type CorruptCheckpoint, type RestoreStart } from '../../checkpoint/restore-plan.ts';
 import type { PhysicalPlan } from '../../graph/physical-plan.ts';
 import type { CheckpointStorage, TaskStateReader } from '../../storage/checkpoint-storage.ts';
 import { FileSavepointStorage } from '../../storage/fs/file-savepoint-storage.ts';
 import { DEFAULT_SAVEPOINT_SUBDIR, type CheckpointingConfig } from './checkpointing-config.ts';
 import { openExternalRestore, type ExternalRestore } from './external-restore.ts';
-import { RESTORE_MARKER_FILE, readRestoreMarker, removeRestoreMarker, writeRestoreMarker, type RestoreMarker } from './restore-marker.ts';
+import { RESTORE_MARKER_FILE, readRestoreMarker, removeRestoreMarker, writeRestoreMarker } from './restore-marker.ts';
 import { checkCompatible } from './restore-plan.ts';
 import { isRemoteLocation, openCheckpointStorage } from './open-checkpoint-storage.ts';
 
@@ -49,42 +49,46 @@ export async function prepareCheckpointing(
   const savepoints = new FileSavepointStorage(config.savepointDir ?? defaultSavepointDir(config.dir));
   const removed = await storage.removeIncomplete();
   await savepoints.removeIncomplete();
-  let listed = await storage.list();
-  let lastCheckpointId = Math.max(0, ...removed, ...listed.map((c) => c.checkpointId));
-  let marker: RestoreMarker | undefined;
-  if (config.fresh === true) {
-    if (listed.length > 0) {
-      for (const c of listed) await storage.discard(c.checkpointId);
-      log(`--fresh: discarded ${listed.length} checkpoint(s) in ${storage.location}`);
-    }
-    // Not read first: --fresh is how a user gets past a damaged restore.json.
-    await removeRestoreMarker(storage.records);
-    listed = [];
-  } else {
-    marker = await readRestoreMarker(storage.records, storage.location);
-  }
-  let external: ExternalRestore | undefined;
-  const compatibility = { allowNonRestoredState: config.allowNonRestoredState === true, log };
-  if (config.restore !== undefined && resolve(config.restore) !== marker?.source) {
-    // Checked before the marker is written, so a savepoint this job cannot use leaves the folder as it was.
-    external = await openExternalRestore(config.restore, plan, compatibility);
-    marker = { source: external.dir, checkpointId: external.metadata.checkpointId, floor: lastCheckpointId };
-    await writeRestoreMarker(storage.records, marker);
-  }
+  const listed = await storage.list();
+  const fresh = config.fresh === true;
+  // Not read with --fresh: it is how a user gets past a damaged restore.json.
+  const found = fresh ? undefined : await readRestoreMarker(storage.records, storage.location);
   const corrupt: CorruptCheckpoint[] = [];
-  const own = config.fresh === true ? undefined : await storage.latestComplete((checkpointId, reason) => corrupt.push({ checkpointId, reason }));
+  const own = fresh ? undefined : await storage.latestComplete((checkpointId, reason) => corrupt.push({ checkpointId, reason }));
+  const startup = planStartup({
+    location: storage.location,
+    fresh,
+    ...(config.restore === undefined ? {} : { restore: config.restore, restoreSource: resolve(config.restore) }),
+    marker: found,
+    checkpointIds: listed.map((c) => c.checkpointId),
+    removedIds: removed,
+    latestComplete: own?.checkpointId,
+  });
+  if (startup.discard.length > 0) {
+    for (const id of startup.discard) await storage.discard(id);
+    log(`--fresh: discarded ${startup.discard.length} checkpoint(s) in ${storage.location}`);
+  }
+  if (startup.removeMarker) await removeRestoreMarker(storage.records);
+  const compatibility = { allowNonRestoredState: config.allowNonRestoredState === true, log };
+  const allowReplay = config.allowReplay === true;
+  let marker = found;
+  let external: ExternalRestore | undefined;
   let latest: CheckpointMetadata | undefined;
-  if (marker === undefined || (own !== undefined && own.checkpointId > marker.floor)) {
+  if (startup.from === 'checkpoint') {
     latest = own;
-    external = undefined;
     const start: RestoreStart = latest === undefined ? { kind: 'beginning' } : { kind: 'checkpoint', checkpointId: latest.checkpointId };
-    for (const line of planRestore({ location: storage.location, corrupt, start, allowReplay: config.allowReplay === true }).warnings) log(line);
+    for (const line of planRestore({ location: storage.location, corrupt, start, allowReplay }).warnings) log(line);
     if (latest !== undefined) checkCompatible(latest, plan, storage.location, compatibility);
-    if (latest !== undefined && config.restore !== undefined) {
-      log(`--restore ${config.restore}: the job in ${storage.location} was restored from it before; resuming from its latest checkpoint`);
-    }
   } else {
-    external ??= await openExternalRestore(marker.source, plan, compatibility).catch((err: unknown) => {
+    if (startup.from === 'restore' && config.restore !== undefined && startup.newMarkerFloor !== undefined) {
+      // Checked before the marker is written, so a savepoint this job cannot use leaves the folder as it was.
+      external = await openExternalRestore(config.restore, plan, compatibility);
+      marker = { source: external.dir, checkpointId: external.metadata.checkpointId, floor: startup.newMarkerFloor };
+      await writeRestoreMarker(storage.records, marker);
+    }
+    if (marker === undefined) throw new InternalError(`start-up planned to continue from a restore marker, but ${storage.location} has none`);
+    const source = marker.source;
+    external ??= await openExternalRestore(source, plan, compatibility).catch((err: unknown) => {
       if (config.restore !== undefined || !(err instanceof ConfigError)) throw err;
       throw new ConfigError(
         `${err.message} (${RESTORE_MARKER_FILE} in ${storage.location} says the job continues from it; pass --restore with another savepoint, or --fresh to start from the beginning)`,
@@ -93,12 +97,11 @@ export async function prepareCheckpointing(
     });
     latest = external.metadata;
     const start: RestoreStart = { kind: 'savepoint', description: external.description };
-    const decision = planRestore({ location: storage.location, corrupt, floor: marker.floor, start, allowReplay: config.allowReplay === true });
-    for (const line of decision.warnings) log(line);
-    if (config.restore === undefined) log(resumingRestoreNote(marker, storage.location));
+    for (const line of planRestore({ location: storage.location, corrupt, floor: marker.floor, start, allowReplay }).warnings) log(line);
   }
-  lastCheckpointId = Math.max(lastCheckpointId, latest?.checkpointId ?? 0);
-  return { storage, savepoints, latest, external, lastCheckpointId, restartFloor: marker?.floor ?? 0, allowReplay: config.allowReplay === true };
+  for (const line of startup.notes) log(line);
+  const lastCheckpointId = Math.max(startup.highestCheckpointId, latest?.checkpointId ?? 0);
+  return { storage, savepoints, latest, external, lastCheckpointId, restartFloor: marker?.floor ?? 0, allowReplay };
 }
 
 /** What runAttempts needs to know where a restart resumes; the floor only counts when the run started outside `storage`. */
@@ -116,10 +119,6 @@ export function restartOrigin(
 /** Ids of the complete checkpoints, not savepoints, that `storage` holds now: those retention counts. */
 export async function retainedCheckpointIds(storage: CheckpointStorage): Promise<number[]> {
   return (await storage.list()).filter((c) => c.status === 'complete' && !c.metadata.savepoint).map((c) => c.checkpointId);
-}
-
-function resumingRestoreNote(marker: RestoreMarker, location: string): string {
-  return `the job in ${location} started from or was stopped with ${marker.source}, and has completed no checkpoint since: continuing from it`;
 }
 
 /** Where the task files of `metadata` are: the `--restore` directory it came from, or checkpoint storage. */

@@ -1,20 +1,10 @@
 import { ConfigError } from '../../core/index.ts';
 import type { JobRecordStore } from '../../storage/checkpoint-storage.ts';
 
-/**
- * `restore.json` in a checkpoint folder: the savepoint (or checkpoint directory) the folder's job continues from,
- * because it was restored from it with `--restore` or stopped with it, and the highest checkpoint id the folder had
- * used by then. Checkpoints with a higher id were taken after; older ones are never resumed from (after a stop, the
- * sinks have committed more than they cover). So a run interrupted before its first checkpoint starts from the
- * savepoint again, and one interrupted later resumes from its own latest checkpoint, with `--restore` or without.
- */
-export interface RestoreMarker {
-  /** Absolute path of the savepoint or checkpoint directory. */
-  readonly source: string;
-  readonly checkpointId: number;
-  /** Checkpoints of the folder with an id above this were taken after the restore. */
-  readonly floor: number;
-}
+import type { RestoreMarker } from '../../checkpoint/restore-plan.ts';
+
+/** `restore.json`: see RestoreMarker (lib/checkpoint/restore-plan.ts) for what it means and how it is used. */
+export type { RestoreMarker } from '../../checkpoint/restore-plan.ts';
 
 export const RESTORE_MARKER_FILE = 'restore.json';
 

@@ -26,8 +26,11 @@ import {
   type PreparedCheckpointing,
 } from '../checkpointing/prepare-checkpointing.ts';
 import { EmbeddedCheckpointDriver } from '../checkpointing/embedded-driver.ts';
+import type { CheckpointDriver } from '../checkpointing/checkpoint-driver.ts';
+import { nextFencingToken, type FencingToken } from '../../core/fencing.ts';
 import { allTasks, runAttempts, sourceTasks } from '../checkpointing/attempts.ts';
 import { writeRestoreMarker } from '../checkpointing/restore-marker.ts';
+import { markerAfterStop } from '../../checkpoint/restore-plan.ts';
 import type { JobControl, SavepointView } from '../control/job-control.ts';
 import { JobNotRunningError } from '../control/control-errors.ts';
 import { RemoteTaskError } from './remote-error.ts';
@@ -69,7 +72,7 @@ interface AttemptSetup {
   /** Directory of `restoreFrom`'s files when they are not in the checkpoint folder (a savepoint). */
   readonly restoreDir: string | undefined;
   /** Receives the workers' checkpoint messages; undefined without checkpointing. */
-  readonly driver: EmbeddedCheckpointDriver | undefined;
+  readonly driver: CheckpointDriver | undefined;
   /** Filled with a function that sends a message to every worker. */
   readonly broadcast: { send: (message: CoordinatorMessage) => void };
   readonly job: ThreadedJob;
@@ -155,7 +158,8 @@ function runWithCheckpoints(
   log: (line: string) => void,
 ): Promise<AttemptOutcome> {
   let lastCheckpointId = prepared.lastCheckpointId;
-  let previous: EmbeddedCheckpointDriver | undefined;
+  let previous: CheckpointDriver | undefined;
+  let fencing: FencingToken | undefined;
   return runAttempts({
     strategy: checkRestartStrategy(options.restart ?? DEFAULT_RESTART_STRATEGY),
     ...restartOrigin(prepared),
@@ -164,13 +168,15 @@ function runWithCheckpoints(
       const restoredFrom = restoreFrom === undefined ? undefined : restoredFromLine(prepared, restoreFrom);
       if (restoredFrom !== undefined) log(restoredFrom);
       const broadcast = { send: (_message: CoordinatorMessage) => {} };
-      const driver = new EmbeddedCheckpointDriver({
+      // Each attempt fences the ones before it, and a new run those that wrote the checkpoint it restores.
+      fencing = nextFencingToken(fencing, prepared.latest?.fencing?.epoch);
+      const driver: CheckpointDriver = new EmbeddedCheckpointDriver({
+        fencing,
         options: config,
         storage: prepared.storage,
         savepoints: prepared.savepoints,
         // The next run with this checkpoint folder continues from the savepoint, not from an older checkpoint.
-        beforeStop: (savepoint) =>
-          writeRestoreMarker(prepared.storage.records, { source: savepoint.path, checkpointId: savepoint.checkpointId, floor: savepoint.checkpointId }),
+        beforeStop: (savepoint) => writeRestoreMarker(prepared.storage.records, markerAfterStop(savepoint)),
         tasks: allTasks(plan),
         sourceTasks: sourceTasks(plan),
         maxParallelism: plan.maxParallelism,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { PhysicalPlan } from '../../graph/physical-plan.ts';
-import type { EmbeddedCheckpointDriver } from '../checkpointing/embedded-driver.ts';
+import type { CheckpointDriver } from '../checkpointing/checkpoint-driver.ts';
 import { JobNotRunningError } from '../control/control-errors.ts';
 import type { CheckpointView, JobControl, JobDetails, JobOverview, JobStatus, SavepointView } from '../control/job-control.ts';
 import type { TaskMetrics } from '../task-metrics.ts';
@@ -8,7 +8,7 @@ import type { TaskMetrics } from '../task-metrics.ts';
 /** One attempt of a threaded job, as its controls see it. */
 export interface AttemptHandle {
   /** Undefined without checkpointing. */
-  readonly driver: EmbeddedCheckpointDriver | undefined;
+  readonly driver: CheckpointDriver | undefined;
   /** Resolves once every thread ran the completion hooks (sink commits) of `checkpointId`; rejects if the attempt ends first. */
   notified(checkpointId: number): Promise<void>;
   /** Every task's counters now (threads that do not answer promptly: their last known counters). */
@@ -46,7 +46,7 @@ export class ThreadedJob implements JobControl {
   private status: JobStatus = 'running';
   private attempt: AttemptHandle | undefined;
   /** The latest attempt's driver, kept after the attempt for its checkpoint history. */
-  private driver: EmbeddedCheckpointDriver | undefined;
+  private driver: CheckpointDriver | undefined;
   private attempts = 0;
   private restoredFrom: string | null = null;
   private savepointPath: string | null = null;
@@ -148,7 +148,7 @@ export class ThreadedJob implements JobControl {
     }
   }
 
-  private runningDriver(what: string): EmbeddedCheckpointDriver {
+  private runningDriver(what: string): CheckpointDriver {
     if (this.info.checkpointing === null) {
       throw new JobNotRunningError(`cannot ${what}: the job takes no checkpoints (run it with --checkpoint-dir)`);
     }

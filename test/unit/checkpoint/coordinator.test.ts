@@ -48,7 +48,8 @@ function ackAll(c: CheckpointCoordinator, checkpointId: number, now: number): { 
 function complete(c: CheckpointCoordinator, now: number): { coordinator: CheckpointCoordinator; commands: readonly CoordinatorCommand[] } {
   const id = c.inFlight!.checkpointId;
   const acked = ackAll(c, id, now);
-  expect(kinds(acked.commands)).toEqual(['commitMetadata']);
+  // A savepoint's files go to its own directory, a checkpoint's metadata to checkpoint storage.
+  expect(kinds(acked.commands)).toEqual([c.inFlight!.savepoint ? 'writeSavepoint' : 'commitMetadata']);
   return acked.coordinator.metadataCommitted(id, now);
 }
 
@@ -265,12 +266,13 @@ describe('checkpoint coordinator', () => {
     const failed = c.abort(2, 'declined', T0 + 130);
     expect(failed.commands).toEqual([
       { kind: 'abort', checkpointId: 2, reason: 'declined' },
+      { kind: 'savepointFailed', requestId: 1, checkpointId: 2, reason: 'declined' },
       { kind: 'trigger', checkpointId: 3, savepoint: true, timestamp: T0 + 130, final: false, savepointRequestId: 2 },
     ]);
     c = failed.coordinator;
     const acked = ackAll(c, 3, T0 + 140);
     const metadata = acked.commands[0];
-    expect(metadata).toMatchObject({ kind: 'commitMetadata', metadata: { checkpointId: 3, savepoint: true } });
+    expect(metadata).toMatchObject({ kind: 'writeSavepoint', requestId: 2, stop: false, metadata: { checkpointId: 3, savepoint: true } });
     c = acked.coordinator.metadataCommitted(3, T0 + 150).coordinator;
     expect(c.history().map((h) => [h.checkpointId, h.savepoint, h.status])).toEqual([
       [3, true, 'completed'],
@@ -318,8 +320,9 @@ describe('checkpoint coordinator', () => {
       { kind: 'trigger', checkpointId: 2, savepoint: true, final: false },
     ]);
     step = complete(step.coordinator, T0 + 120);
+    // A savepoint that does not stop the job answers its request; the tasks are not notified.
     expect(step.commands).toMatchObject([
-      { kind: 'notifyComplete', checkpointId: 2, final: false },
+      { kind: 'savepointComplete', requestId: 1, checkpointId: 2 },
       { kind: 'trigger', checkpointId: 3, savepoint: false, final: true },
     ]);
     // A savepoint requested during the final checkpoint is rejected when the job finishes.
@@ -331,7 +334,7 @@ describe('checkpoint coordinator', () => {
     ]);
     step = complete(step.coordinator, T0 + 126);
     expect(step.commands).toMatchObject([
-      { kind: 'notifyComplete', checkpointId: 4 },
+      { kind: 'savepointComplete', checkpointId: 4 },
       { kind: 'trigger', checkpointId: 5, final: true },
     ]);
     c = step.coordinator.triggerSavepoint(T0 + 127).coordinator;
@@ -547,7 +550,7 @@ describe('checkpoint coordinator', () => {
       // A failed savepoint in between neither counts nor resets.
       c = c.triggerSavepoint(T0 + 302).coordinator;
       step = failInFlight(c, T0 + 303);
-      expect(kinds(step.commands)).toEqual(['abort']);
+      expect(kinds(step.commands)).toEqual(['abort', 'savepointFailed']);
       // The interval counts from the savepoint's trigger.
       c = step.coordinator.tick(T0 + 402).coordinator;
       step = failInFlight(c, T0 + 403);

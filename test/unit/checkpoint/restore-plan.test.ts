@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { planRestore } from '../../../lib/checkpoint/restore-plan.ts';
+import { markerAfterStop, planRestart, planRestore, planStartup } from '../../../lib/checkpoint/restore-plan.ts';
 import { ConfigError } from '../../../lib/core/index.ts';
 
 const bad = (checkpointId: number) => ({ checkpointId, reason: `damaged ${checkpointId}` });
@@ -39,5 +39,88 @@ describe('planRestore', () => {
   it('ignores corrupt checkpoints at or below the floor: they predate the restore and replay nothing of this job', () => {
     const plan = planRestore({ location: 'ck', corrupt: [bad(5), bad(6)], floor: 6, start: { kind: 'savepoint', description: 's' }, allowReplay: false });
     expect(plan.warnings).toEqual([]);
+  });
+});
+
+describe('planStartup', () => {
+  const marker = { source: '/sp/savepoint-7', checkpointId: 7, floor: 10 };
+  const base = { location: 'ck', fresh: false, marker: undefined, checkpointIds: [], latestComplete: undefined };
+
+  it('starts from the folder`s latest complete checkpoint, or the beginning, without a marker', () => {
+    expect(planStartup({ ...base, checkpointIds: [3, 4, 5], latestComplete: 4 })).toEqual({
+      discard: [],
+      removeMarker: false,
+      from: 'checkpoint',
+      newMarkerFloor: undefined,
+      floor: undefined,
+      highestCheckpointId: 5,
+      notes: [],
+    });
+    expect(planStartup(base)).toMatchObject({ from: 'checkpoint', highestCheckpointId: 0 });
+  });
+
+  it('never reuses the id of a checkpoint removed as incomplete', () => {
+    expect(planStartup({ ...base, checkpointIds: [3], removedIds: [9], latestComplete: 3 }).highestCheckpointId).toBe(9);
+  });
+
+  it('continues from the marker`s savepoint while no checkpoint above its floor completed, saying so', () => {
+    const plan = planStartup({ ...base, marker, checkpointIds: [9, 10], latestComplete: 10 });
+    expect(plan).toMatchObject({ from: 'marker', floor: 10, newMarkerFloor: undefined });
+    expect(plan.notes).toEqual([
+      'the job in ck started from or was stopped with /sp/savepoint-7, and has completed no checkpoint since: continuing from it',
+    ]);
+  });
+
+  it('resumes from the folder`s own checkpoint once one above the floor completed, keeping the floor for restarts', () => {
+    expect(planStartup({ ...base, marker, checkpointIds: [10, 11], latestComplete: 11 })).toMatchObject({ from: 'checkpoint', floor: 10, notes: [] });
+  });
+
+  it('starts from a new --restore and records it with the folder`s highest id as floor', () => {
+    const plan = planStartup({ ...base, restore: 'sp/x', restoreSource: '/abs/sp/x', marker, checkpointIds: [11, 12], latestComplete: 12 });
+    expect(plan).toMatchObject({ from: 'restore', newMarkerFloor: 12, floor: 12, notes: [] });
+    expect(planStartup({ ...base, restore: '/abs/sp/x', checkpointIds: [], latestComplete: undefined })).toMatchObject({ from: 'restore', newMarkerFloor: 0 });
+  });
+
+  it('treats a --restore the marker already names as the marker: its own later checkpoints win', () => {
+    const again = { ...base, restore: 'sp/7', restoreSource: marker.source, marker };
+    expect(planStartup({ ...again, checkpointIds: [10], latestComplete: 10 })).toMatchObject({ from: 'marker', notes: [] });
+    expect(planStartup({ ...again, checkpointIds: [10, 11], latestComplete: 11 })).toMatchObject({
+      from: 'checkpoint',
+      notes: ['--restore sp/7: the job in ck was restored from it before; resuming from its latest checkpoint'],
+    });
+  });
+
+  it('with --fresh discards every checkpoint and the marker, and ignores both', () => {
+    const plan = planStartup({ ...base, fresh: true, marker, checkpointIds: [12, 11, 12], removedIds: [13], latestComplete: 12 });
+    expect(plan).toEqual({
+      discard: [11, 12],
+      removeMarker: true,
+      from: 'checkpoint',
+      newMarkerFloor: undefined,
+      floor: undefined,
+      highestCheckpointId: 13,
+      notes: [],
+    });
+    // --fresh with --restore: the savepoint, recorded above every id used so far.
+    expect(planStartup({ ...base, fresh: true, restore: '/sp/y', marker, checkpointIds: [12] })).toMatchObject({ from: 'restore', newMarkerFloor: 12 });
+  });
+});
+
+describe('planRestart', () => {
+  it('takes the latest checkpoint without a floor', () => {
+    expect(planRestart({ floor: undefined, latestComplete: 3 })).toBe('latest');
+    expect(planRestart({ floor: undefined, latestComplete: undefined })).toBe('latest');
+  });
+
+  it('takes the savepoint the run started from again until a checkpoint above the floor completed', () => {
+    expect(planRestart({ floor: 10, latestComplete: undefined })).toBe('first');
+    expect(planRestart({ floor: 10, latestComplete: 10 })).toBe('first');
+    expect(planRestart({ floor: 10, latestComplete: 11 })).toBe('latest');
+  });
+});
+
+describe('markerAfterStop', () => {
+  it('makes the folder continue from the stop`s savepoint, never from an older checkpoint', () => {
+    expect(markerAfterStop({ path: '/sp/savepoint-0000000012-5', checkpointId: 12 })).toEqual({ source: '/sp/savepoint-0000000012-5', checkpointId: 12, floor: 12 });
   });
 });
