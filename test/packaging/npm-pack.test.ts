@@ -74,6 +74,8 @@ describe('npm pack installed into a fresh project', () => {
     expect(tarballFiles).toContain('bin/sluice.js');
     expect(tarballFiles.filter((f) => /^(lib|test|examples|bench|scripts)\//.test(f) || /\.ts$/.test(f) && !f.endsWith('.d.ts'))).toEqual([]);
     expect(existsSync(join(project, 'node_modules', 'sluice', 'lib'))).toBe(false);
+    // postpack: no build is left in the checkout, where only the sources are meant to run.
+    expect(existsSync(join(REPO_ROOT, 'dist'))).toBe(false);
   });
 
   it('runs a plain JavaScript job with npx sluice run on worker threads', async () => {
