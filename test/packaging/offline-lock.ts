@@ -2,7 +2,6 @@ import { readFileSync } from 'node:fs';
 
 interface LockEntry {
   readonly dev?: boolean;
-  readonly devOptional?: boolean;
   readonly [field: string]: unknown;
 }
 
@@ -33,7 +32,8 @@ export function freshProject(repoLockPath: string, tarball: string, manifest: { 
     },
   };
   for (const [path, entry] of Object.entries(repoLock.packages)) {
-    if (path.startsWith('node_modules/') && entry.dev !== true && entry.devOptional !== true) packages[path] = entry;
+    // devOptional: needed by a dev dependency and optionally by a runtime one (detect-libc), so a user may get it too.
+    if (path.startsWith('node_modules/') && entry.dev !== true) packages[path] = entry;
   }
   return {
     packageJson: `${JSON.stringify({ name: 'sluice-user', private: true, type: 'module', dependencies: { [manifest.name]: dependency } }, null, 2)}\n`,
