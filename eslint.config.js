@@ -2,7 +2,7 @@ import tseslint from 'typescript-eslint';
 import importX, { createNodeResolver } from 'eslint-plugin-import-x';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'coverage/**', '.sluice/**', 'out/**'] },
+  { ignores: ['node_modules/**', 'coverage/**', '.sluice/**', 'out/**', 'dist/**'] },
   ...tseslint.configs.recommended,
   importX.flatConfigs.typescript,
   {

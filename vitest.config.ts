@@ -9,4 +9,8 @@ export default defineConfig({
     hookTimeout: 180_000,
     pool: 'forks',
   },
+  resolve: {
+    // `sluice` in tests is the source, as tsconfig.json's paths say (package.json's exports point to the build).
+    tsconfigPaths: true,
+  },
 });

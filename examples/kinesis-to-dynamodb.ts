@@ -4,7 +4,7 @@
  *
  *   npx sluice run examples/kinesis-to-dynamodb.ts --stream NAME --table NAME --checkpoint-dir s3://BUCKET/PREFIX
  *     [--parallelism N] [--max-delay-ms 5000] [--window-ms 10000] [--stop-when-idle-ms N] [--create-table]
- *     [--dead-letter-stream NAME | --dead-letter-s3 s3://BUCKET/PREFIX]
+ *     [--marker-table NAME] [--dead-letter-stream NAME | --dead-letter-s3 s3://BUCKET/PREFIX]
  *
  * Input: the same JSON transactions as examples/fraud-detection.ts, {"account":"a-17","amountCents":1250,"ts":…}
  * (ts = event time, epoch ms), one per Kinesis record, partition key = account.
@@ -12,7 +12,10 @@
  * epoch ms within ±8.64e15); rejected ones go to the dead-letter stream or S3 prefix with the reason.
  * Output: one item per account and window, {account (S, partition key), windowStart (N, sort key), windowEnd (N),
  * count (N), totalCents (N)}, written with TransactWriteItems after each completed checkpoint; a commit replayed
- * after a recovery changes nothing (commit markers).
+ * after a recovery changes nothing (commit markers, kept in their own table, --marker-table, so the result table holds
+ * only results; markers expire after 30 days through DynamoDB's time to live).
+ * --create-table creates, unless they exist (on-demand capacity): the result table, the marker table and, when
+ * SLUICE_CHECKPOINT_COMMIT_TABLE names one, the checkpoint commit table of the S3 checkpoint storage.
  * With --stop-when-idle-ms, once no shard has had a new record for that long the input counts as ended: every window
  * fires, the final checkpoint commits, and the job exits 0.
  * Malformed records go to the dead-letter stream or S3 prefix with shard id and sequence number (else they are
@@ -22,6 +25,7 @@
 import { ConfigError, TumblingEventTimeWindows, WatermarkStrategy, defineJob } from 'sluice';
 import {
   dynamoDbSink,
+  ensureCheckpointCommitTable,
   ensureTable,
   kinesisDeadLetterWriter,
   kinesisSource,
@@ -50,18 +54,20 @@ export default defineJob({
       min: 1,
       description: 'end the input once no shard had a new record for this long: fire all windows, commit, exit 0',
     },
-    createTable: { type: 'boolean', description: 'create the table (on-demand) if it does not exist' },
+    markerTable: {
+      type: 'string',
+      description: 'DynamoDB table for the sink\'s commit markers (pk S); default: the --table name + "-markers"',
+    },
+    createTable: {
+      type: 'boolean',
+      description: 'create the result, marker and checkpoint commit tables (on-demand) unless they exist',
+    },
     deadLetterStream: { type: 'string', description: 'Kinesis stream for malformed records (with shard id and sequence number)' },
     deadLetterS3: { type: 'string', description: 's3://bucket/prefix for malformed records (one object per batch)' },
   },
   async build(env, flags) {
-    if (flags.createTable === true) {
-      await ensureTable({
-        tableName: flags.table,
-        partitionKey: { name: 'account', type: 'S' },
-        sortKey: { name: 'windowStart', type: 'N' },
-      });
-    }
+    const markerTable = flags.markerTable ?? `${flags.table}-markers`;
+    if (flags.createTable === true) await createTables(flags.table, markerTable);
     const deadLetters = deadLetterTarget(flags.deadLetterStream, flags.deadLetterS3);
     const transactions = env.fromSource(
       kinesisSource<Transaction>({
@@ -86,14 +92,32 @@ export default defineJob({
           partitionKey: 'account',
           sortKey: 'windowStart',
           jobId: `kinesis-to-dynamodb.${flags.table}`,
-          // Commit markers share the table; its sort key is a number.
-          marker: { sortKeyValue: 0 },
+          marker: { table: markerTable, partitionKey: MARKER_KEY },
           toWrites: (t) => ({ type: 'put', item: { ...t } }),
         }),
         'window totals',
       );
   },
 });
+
+const MARKER_KEY = 'pk';
+const MARKER_TTL_ATTRIBUTE = 'sluiceMarkerExpiresAt';
+
+/**
+ * The tables of --create-table. The checkpoint commit table is the one S3 checkpoint storage reads from
+ * SLUICE_CHECKPOINT_COMMIT_TABLE (its 'dynamodb' commit mode); build() runs before the job opens its checkpoints.
+ */
+async function createTables(table: string, markerTable: string): Promise<void> {
+  const commitTable = process.env['SLUICE_CHECKPOINT_COMMIT_TABLE'];
+  await Promise.all([
+    ensureTable({ tableName: table, partitionKey: { name: 'account', type: 'S' }, sortKey: { name: 'windowStart', type: 'N' } }),
+    // The sink's default marker expiry attribute: DynamoDB deletes markers once they expire.
+    ensureTable({ tableName: markerTable, partitionKey: { name: MARKER_KEY, type: 'S' }, timeToLiveAttribute: MARKER_TTL_ATTRIBUTE }),
+    commitTable !== undefined && commitTable !== '' && process.env['SLUICE_CHECKPOINT_COMMIT_MODE'] !== 's3-conditional'
+      ? ensureCheckpointCommitTable(commitTable)
+      : undefined,
+  ]);
+}
 
 function deadLetterTarget(stream: string | undefined, s3: string | undefined): (() => DeadLetterWriter) | undefined {
   if (stream !== undefined && s3 !== undefined) throw new ConfigError('pass only one of --dead-letter-stream and --dead-letter-s3');

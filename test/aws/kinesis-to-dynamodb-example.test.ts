@@ -2,7 +2,9 @@
 // an uninterrupted run and runs SIGKILLed at random moments then restarted with the identical command must leave the
 // table exactly equal to a plain-loop reference (no window lost, none counted twice), with checkpoints in S3
 // committed through a DynamoDB conditional write. Malformed records land in the S3 dead-letter prefix.
+import { DescribeTableCommand, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { ListObjectsV2Command, GetObjectCommand } from '@aws-sdk/client-s3';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateInput, lateEvents, random, referenceTotals, runChild, type ChildRun, type InputSpec, type Reference } from '../crash/crash-harness.ts';
 import { BUCKET, feedTransactions, startExampleStack, tableLines, type ExampleStack } from '../harness/aws/example-stack.ts';
@@ -63,6 +65,28 @@ async function deadLetters(prefix: string): Promise<unknown[]> {
   return letters;
 }
 
+/** Every item of a DynamoDB table, unmarshalled. */
+async function scanAll(table: string): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  let start: Record<string, AttributeValue> | undefined;
+  do {
+    const page = await stack.dynamodb.client.send(new ScanCommand({ TableName: table, ExclusiveStartKey: start }));
+    for (const item of page.Items ?? []) items.push(unmarshall(item));
+    start = page.LastEvaluatedKey;
+  } while (start !== undefined);
+  return items;
+}
+
+async function tableExists(table: string): Promise<boolean> {
+  return stack.dynamodb.client.send(new DescribeTableCommand({ TableName: table })).then(
+    () => true,
+    (error: { name?: string }) => {
+      if (error.name === 'ResourceNotFoundException') return false;
+      throw error;
+    },
+  );
+}
+
 function history(runs: readonly ChildRun[]): string {
   return runs.map((r, i) => `run ${i + 1}: ${r.signal ?? `exit ${r.code}`}${r.killedByTest ? ' (killed)' : ''}\n${r.stderr.trim()}`).join('\n---\n');
 }
@@ -81,9 +105,21 @@ function expectTable(lines: readonly string[], context: string): void {
 describe('examples/kinesis-to-dynamodb.ts on the emulators', () => {
   it('an uninterrupted run at parallelism 2 writes every window total exactly once', async () => {
     const name = `run-${++scenario}`;
-    const run = await runChild(args(name, name, 2), { env: stack.env });
+    // --create-table also creates the checkpoint commit table and the marker table: neither exists before the run.
+    const commitTable = `${name}-commits`;
+    expect(await tableExists(commitTable)).toBe(false);
+    expect(await tableExists(`${name}-markers`)).toBe(false);
+    const run = await runChild(args(name, name, 2), { env: { ...stack.env, SLUICE_CHECKPOINT_COMMIT_TABLE: commitTable } });
     expect(run.code, run.stderr).toBe(0);
     expectTable(await tableLines(stack, name), run.stderr);
+    // The result table holds only results; the commit markers are in their own table, the commits in theirs.
+    const results = await scanAll(name);
+    expect(results.filter((item) => typeof item['windowStart'] !== 'number' || typeof item['totalCents'] !== 'number')).toEqual([]);
+    expect(results).toHaveLength(reference.lines.length);
+    const markers = await scanAll(`${name}-markers`);
+    expect(markers.length).toBeGreaterThan(0);
+    expect(markers.every((marker) => String(marker['pk']).startsWith('#sluice-commit#'))).toBe(true);
+    expect((await scanAll(commitTable)).length).toBeGreaterThan(0);
     const letters = (await deadLetters(name)) as { shardId?: string; sequenceNumber?: string }[];
     expect(letters).toHaveLength(SPEC.malformedAfter.length);
     for (const letter of letters) {

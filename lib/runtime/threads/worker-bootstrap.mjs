@@ -1,5 +1,12 @@
-// Worker threads start here: register the TypeScript loader, then run the worker (and later the job module).
-import { register } from 'tsx/esm/api';
+// Worker threads start here. Compiled (dist/): the worker's JavaScript directly; lib/runtime/load-job.ts loads tsx if
+// the job module is TypeScript. In a source checkout: the source loader first (tsx, `sluice` mapped to lib/).
+import { existsSync } from 'node:fs';
 
-register();
-await import('./worker-main.ts');
+const source = new URL('./worker-main.ts', import.meta.url);
+if (existsSync(source)) {
+  const { registerSourceLoader } = await import('./source-loader.mjs');
+  await registerSourceLoader();
+  await import(source.href);
+} else {
+  await import('./worker-main.js');
+}
