@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { constants } from 'node:fs';
+import { constants, type Dirent } from 'node:fs';
 import { chmod, copyFile, link, mkdir, readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { ConfigError } from '../../core/index.ts';
@@ -140,23 +140,18 @@ export class FsObjectStore implements ObjectStore {
 
   async list(dir: string): Promise<string[]> {
     const base = this.describe(dir);
-    let entries: string[];
+    let entries: Dirent[];
     try {
-      entries = await readdir(base, { recursive: true });
+      entries = await readdir(base, { recursive: true, withFileTypes: true });
     } catch (error) {
       if (errorCode(error) === 'ENOENT') return [];
       throw error;
     }
     const files: string[] = [];
     for (const entry of entries) {
-      if (entry.split(sep).some(isTemporary)) continue;
-      const file = join(base, entry);
-      try {
-        if (!(await stat(file)).isFile()) continue;
-      } catch (error) {
-        if (errorCode(error) === 'ENOENT') continue;
-        throw error;
-      }
+      if (!entry.isFile()) continue;
+      const file = join(entry.parentPath, entry.name);
+      if (relative(base, file).split(sep).some(isTemporary)) continue;
       files.push(relative(this.root, file).split(sep).join('/'));
     }
     return files;
