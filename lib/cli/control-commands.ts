@@ -1,8 +1,9 @@
 import { ConfigError } from '../core/index.ts';
 import type { CheckpointView, JobOverview, SavepointView } from '../runtime/control/job-control.ts';
 import { ExitCode } from './exit-codes.ts';
-import { readRestEndpoint, restEndpointPath } from './rest-endpoint-file.ts';
-import { isRemoteLocation } from '../runtime/checkpointing/open-checkpoint-storage.ts';
+import { hostname } from 'node:os';
+import { isRemoteLocation, openCheckpointStorageAt } from '../storage/storage-locations.ts';
+import { readRestEndpoint, readRestEndpointRecord, remoteRestEndpointPath, restEndpointPath, type RestEndpoint } from './rest-endpoint-file.ts';
 import { RestRequestError, requestJson } from './rest-client.ts';
 
 export type ControlCommand = 'checkpoints' | 'savepoint' | 'stop';
@@ -50,23 +51,27 @@ async function baseUrl(request: ControlRequest): Promise<string> {
     return `http://127.0.0.1:${port}`;
   }
   const dir = request.checkpointDir as string;
-  if (isRemoteLocation(dir)) {
-    throw new ConfigError(`--checkpoint-dir ${dir} is not a local folder: a job checkpointing to object storage records no REST endpoint file; use --url or --port`);
-  }
-  let endpoint;
+  const remote = isRemoteLocation(dir);
+  const where = remote ? remoteRestEndpointPath(dir) : restEndpointPath(dir);
+  // A location that cannot be opened at all (unknown scheme, malformed URI) is a ConfigError, a usage error.
+  const catalog = remote ? await openCheckpointStorageAt(dir) : undefined;
+  let endpoint: RestEndpoint | undefined;
   try {
-    endpoint = await readRestEndpoint(dir);
+    endpoint = catalog === undefined ? await readRestEndpoint(dir) : await readRestEndpointRecord(catalog.records, where);
   } catch (err) {
-    throw new RestRequestError(`cannot read ${restEndpointPath(dir)}: ${err instanceof Error ? err.message : String(err)}`, undefined, err);
+    throw new RestRequestError(`cannot read ${where}: ${err instanceof Error ? err.message : String(err)}`, undefined, err);
+  } finally {
+    (catalog as Partial<{ close(): void }> | undefined)?.close?.();
   }
   if (endpoint === undefined) {
     throw new RestRequestError(
-      `no running job found: ${restEndpointPath(dir)} does not exist (is "sluice run ... --checkpoint-dir ${dir}" running?)`,
+      `no running job found: ${where} does not exist (is "sluice run ... --checkpoint-dir ${dir}" running?)`,
       undefined,
     );
   }
-  if (!isAlive(endpoint.pid)) {
-    throw new RestRequestError(`no running job found: the job that wrote ${restEndpointPath(dir)} (process ${endpoint.pid}) has ended`, undefined);
+  // The process id means something only on the host that wrote it (a remote location is shared by hosts).
+  if ((endpoint.host === undefined || endpoint.host === hostname()) && !isAlive(endpoint.pid)) {
+    throw new RestRequestError(`no running job found: the job that wrote ${where} (process ${endpoint.pid}) has ended`, undefined);
   }
   return endpoint.url;
 }

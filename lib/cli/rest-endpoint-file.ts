@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ConfigError } from '../core/index.ts';
+import type { JobRecordStore } from '../storage/checkpoint-storage.ts';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../storage/fs/durable-fs.ts';
 
 /**
@@ -17,6 +19,8 @@ export interface RestEndpoint {
   readonly jobName: string;
   /** Epoch ms. */
   readonly startTime: number;
+  /** Host name of `sluice run`: the process id means something only there. Absent in files of older versions. */
+  readonly host?: string;
 }
 
 export function restEndpointPath(checkpointDir: string): string {
@@ -57,5 +61,35 @@ export async function removeRestEndpoint(checkpointDir: string, endpoint: RestEn
     if (current?.url === endpoint.url && current.pid === endpoint.pid) await rm(restEndpointPath(checkpointDir), { force: true });
   } catch {
     // Best effort: a stale file is detected by the commands (nothing listens there any more).
+  }
+}
+
+/**
+ * Where the endpoint record of a job checkpointing to an object store (`s3://…`) is: the job record `rest.json`
+ * beside its checkpoints, read and written through the catalog's job records.
+ */
+export function remoteRestEndpointPath(location: string): string {
+  return `${location.replace(/[?#].*$/, '').replace(/\/+$/, '')}/${REST_ENDPOINT_FILE}`;
+}
+
+export async function writeRestEndpointRecord(records: JobRecordStore, endpoint: RestEndpoint): Promise<void> {
+  await records.write(REST_ENDPOINT_FILE, `${JSON.stringify(endpoint, null, 2)}\n`);
+}
+
+export async function readRestEndpointRecord(records: JobRecordStore, where: string): Promise<RestEndpoint | undefined> {
+  const text = await records.read(REST_ENDPOINT_FILE);
+  if (text === undefined) return undefined;
+  const value = JSON.parse(text) as Partial<RestEndpoint>;
+  if (typeof value.url !== 'string' || typeof value.pid !== 'number') throw new ConfigError(`${where} does not name a REST endpoint`);
+  return value as RestEndpoint;
+}
+
+/** Removes the record if it still describes `endpoint`; best effort, as `removeRestEndpoint`. */
+export async function removeRestEndpointRecord(records: JobRecordStore, endpoint: RestEndpoint): Promise<void> {
+  try {
+    const current = await readRestEndpointRecord(records, REST_ENDPOINT_FILE);
+    if (current?.url === endpoint.url && current.pid === endpoint.pid) await records.remove(REST_ENDPOINT_FILE);
+  } catch {
+    // A stale record is detected by the commands (nothing listens there any more).
   }
 }

@@ -1,4 +1,4 @@
-import { availableParallelism } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { CommanderError } from 'commander';
 import { ConfigError } from '../core/index.ts';
@@ -9,7 +9,16 @@ import type { JobControl } from '../runtime/control/job-control.ts';
 import { startRestServer, type RestServer } from '../runtime/control/rest-server.ts';
 import type { ThreadedRunOptions } from '../runtime/threads/thread-runner.ts';
 import { runControlCommand, type ControlRequest } from './control-commands.ts';
-import { removeRestEndpoint, writeRestEndpoint, type RestEndpoint } from './rest-endpoint-file.ts';
+import {
+  removeRestEndpoint,
+  removeRestEndpointRecord,
+  writeRestEndpoint,
+  writeRestEndpointRecord,
+  type RestEndpoint,
+} from './rest-endpoint-file.ts';
+import type { CheckpointCatalog } from '../storage/checkpoint-storage.ts';
+import { openCheckpointStorageAt } from '../storage/storage-locations.ts';
+import { registerCliStorageSchemes } from './storage-schemes.ts';
 import { COMMON_FLAGS, RESERVED_FLAG_KEYS } from './common-flags.ts';
 import { ExitCode } from './exit-codes.ts';
 import { flagLabel } from './flag-names.ts';
@@ -17,7 +26,7 @@ import { checkFlagSpecs } from './flag-specs.ts';
 import { FlagValueError, parseFlagValues } from './flag-values.ts';
 import { toRunSettings, type RunSettings } from './run-settings.ts';
 import { checkRunDirectories } from './path-checks.ts';
-import { isRemoteLocation } from '../runtime/checkpointing/open-checkpoint-storage.ts';
+import { isRemoteLocation } from '../storage/storage-locations.ts';
 import { findJobArgument } from './job-argument.ts';
 import { buildProgram, type RunRequest } from './program.ts';
 import { exitCodeOf, formatFailure, formatSummary } from './report.ts';
@@ -77,6 +86,8 @@ export function oversubscriptionWarning(parallelism: number, processors: number)
 class RestAnnouncement {
   private server: RestServer | undefined;
   private endpoint: RestEndpoint | undefined;
+  /** The object store's catalog holding the endpoint record (remote checkpoint locations only). */
+  private catalog: CheckpointCatalog | undefined;
 
   constructor(
     private readonly settings: RunSettings,
@@ -87,11 +98,17 @@ class RestAnnouncement {
     this.server = await startRestServer([job], { port: this.settings.restPort });
     this.print(`REST API on ${this.server.url}`);
     const dir = this.settings.checkpointing?.dir;
-    // The endpoint file lets "sluice savepoint --checkpoint-dir DIR" find the job; remote folders use --url instead.
-    if (dir === undefined || isRemoteLocation(dir)) return;
-    const endpoint = { url: this.server.url, pid: process.pid, jobId: job.id, jobName, startTime: Date.now() };
+    // The endpoint record lets "sluice savepoint --checkpoint-dir DIR" find the job: a file in a local folder, a
+    // job record beside the checkpoints in an object store.
+    if (dir === undefined) return;
+    const endpoint = { url: this.server.url, pid: process.pid, jobId: job.id, jobName, startTime: Date.now(), host: hostname() };
     try {
-      await writeRestEndpoint(dir, endpoint);
+      if (isRemoteLocation(dir)) {
+        this.catalog = await openCheckpointStorageAt(dir);
+        await writeRestEndpointRecord(this.catalog.records, endpoint);
+      } else {
+        await writeRestEndpoint(dir, endpoint);
+      }
       this.endpoint = endpoint;
     } catch (err) {
       this.print(`warning: could not record the REST API in ${dir}: ${err instanceof Error ? err.message : String(err)}`);
@@ -100,7 +117,11 @@ class RestAnnouncement {
 
   async stop(): Promise<void> {
     const dir = this.settings.checkpointing?.dir;
-    if (dir !== undefined && this.endpoint !== undefined) await removeRestEndpoint(dir, this.endpoint);
+    if (dir !== undefined && this.endpoint !== undefined) {
+      if (this.catalog !== undefined) await removeRestEndpointRecord(this.catalog.records, this.endpoint);
+      else await removeRestEndpoint(dir, this.endpoint);
+    }
+    (this.catalog as Partial<{ close(): void }> | undefined)?.close?.();
     await this.server?.close();
   }
 }
@@ -112,6 +133,7 @@ class RestAnnouncement {
  * configuration; for the other commands 0 done, 1 request failed, 2 bad usage).
  */
 export async function runCli(argv: readonly string[], deps: CliDeps): Promise<ExitCode> {
+  registerCliStorageSchemes();
   const printLines = (lines: string[]): void => deps.stderr(lines.map((l) => `${l}\n`).join(''));
   const jobArg = argv[0] === 'run' ? findJobArgument(argv.slice(1), COMMON_OPTIONS_WITH_VALUE) : undefined;
   let job: JobDefinition | undefined;

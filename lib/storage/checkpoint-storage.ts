@@ -1,4 +1,5 @@
 import type { CheckpointMetadata } from '../checkpoint/types.ts';
+import type { FencingToken } from '../core/index.ts';
 import type { SharedStateStore } from '../state/index.ts';
 
 /** A checkpoint found in storage, with its metadata, or the reason it cannot be used. */
@@ -6,18 +7,27 @@ export type StoredCheckpoint =
   | { readonly status: 'complete'; readonly checkpointId: number; readonly metadata: CheckpointMetadata }
   | { readonly status: 'corrupt'; readonly checkpointId: number; readonly reason: string };
 
+/** Where a task state file went, as the checkpoint's metadata records it. */
+export interface WrittenTaskState {
+  readonly path: string;
+  readonly bytes: number;
+  readonly sha256: string;
+}
+
 /**
- * Where checkpoints live (a local folder now, S3 later). A checkpoint is complete exactly when its metadata has been
- * committed with `commitMetadata`, which is atomic: readers see all of it or none of it.
+ * The task side of checkpoint storage: what a worker (a thread, a Fargate task) needs to snapshot and restore its
+ * subtasks. It never commits, lists or deletes checkpoints; that is the catalog's (the coordinator's) job.
  */
-export interface CheckpointStorage {
+export interface TaskStateStore {
   /** Human-readable location, for messages ("./checkpoints", "s3://bucket/prefix"). */
   readonly location: string;
   /**
    * Writes one task's state file of checkpoint `checkpointId` (`name` from `taskStateFileName` in
    * lib/checkpoint/naming.ts); the file appears whole or not at all. Returns its storage-relative path, size and sha256.
+   * With `fencing`, the write is refused with FencedError (nothing written) when the location is fenced by a newer
+   * epoch (see `CheckpointCatalog.fence`); the recorded epoch is read at most once per checkpoint id and store.
    */
-  writeTaskState(checkpointId: number, name: string, data: Uint8Array): Promise<{ path: string; bytes: number; sha256: string }>;
+  writeTaskState(checkpointId: number, name: string, data: Uint8Array, fencing?: FencingToken): Promise<WrittenTaskState>;
   /** Reads a task state file and verifies its size and sha256; throws a typed, non-retriable error when they differ. */
   readTaskState(path: string, expected: { bytes: number; sha256: string }): Promise<Uint8Array>;
   /**
@@ -26,12 +36,23 @@ export interface CheckpointStorage {
    * in `TaskStateHandle.sharedFiles`) and by `removeIncomplete` (files no complete checkpoint lists: crash debris).
    */
   readonly sharedState: SharedStateStore;
+}
+
+/**
+ * The coordinator side of checkpoint storage: which checkpoints exist and which is complete. A checkpoint is
+ * complete exactly when its metadata has been committed with `commitMetadata`, which is atomic: readers see all of
+ * it or none of it.
+ */
+export interface CheckpointCatalog {
+  /** Human-readable location, for messages ("./checkpoints", "s3://bucket/prefix"). */
+  readonly location: string;
   /** Small job-level records kept beside the checkpoints (e.g. `restore.json`). */
   readonly records: JobRecordStore;
   /**
-   * Atomically makes the checkpoint complete (temp file, fsync, rename locally; conditional write remotely). Ids must
-   * be new: committing an id that is already complete is refused. Pick the next id above every id that `list()` and
-   * `removeIncomplete()` reported, corrupt ones included.
+   * Atomically makes the checkpoint complete (create-if-absent: link(2) locally, a conditional write remotely). Ids
+   * must be new: committing an id that is already complete with other metadata is refused. Pick the next id above
+   * every id that `list()` and `removeIncomplete()` reported, corrupt ones included. When the metadata carries a
+   * fencing token older than the epoch recorded by `fence`, the commit is refused with FencedError and changes nothing.
    */
   commitMetadata(metadata: CheckpointMetadata): Promise<void>;
   /** Checkpoints with committed metadata, newest first, each verified as far as its metadata goes (not task files). */
@@ -54,11 +75,27 @@ export interface CheckpointStorage {
    */
   applyRetention(retain: number): Promise<number[]>;
   /**
+   * Records durably that the attempt holding `token` owns this location from now on: later task-state writes and
+   * metadata commits carrying an older epoch are refused with FencedError. Refuses (FencedError, nothing recorded)
+   * when a higher epoch is recorded already. Call it when an attempt starts, before its tasks write.
+   */
+  fence(token: FencingToken): Promise<void>;
+  /** The highest fencing token recorded, so a new run can start above it (`nextFencingToken(prev, current.epoch)`). */
+  currentFence(): Promise<FencingToken | undefined>;
+  /**
    * Makes the calling job the only one using this location until `release` (or until its process is gone), or
    * throws a ConfigError naming the job that holds it. Absent where the storage cannot do that itself (local
    * folders are locked by the runner with a lock file; S3 without a commit table is not locked).
    */
   acquireLease?(): Promise<StorageLease>;
+}
+
+/**
+ * Both halves over one location, as the embedded runner (one process, both roles) uses them. A cluster worker
+ * loads only a TaskStateStore, a coordinator function only a CheckpointCatalog.
+ */
+export interface CheckpointStorage extends TaskStateStore, CheckpointCatalog {
+  readonly location: string;
 }
 
 /** A job's exclusive use of a checkpoint location (see `CheckpointStorage.acquireLease`). */
@@ -67,7 +104,7 @@ export interface StorageLease {
 }
 
 /** What restoring needs from wherever a checkpoint's task files are (checkpoint storage, or one savepoint directory). */
-export type TaskStateReader = Pick<CheckpointStorage, 'readTaskState' | 'sharedState'>;
+export type TaskStateReader = Pick<TaskStateStore, 'readTaskState' | 'sharedState'>;
 
 /**
  * Small named text records of a job beside its checkpoints. `write` replaces a record whole (readers see the old

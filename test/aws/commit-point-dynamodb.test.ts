@@ -1,7 +1,7 @@
 import { afterAll, beforeAll } from 'vitest';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import type { CheckpointCommitPoint } from '../../lib/connectors/aws/s3/commit-point.ts';
+import type { CheckpointCommitPoint } from '../../lib/storage/commit-point.ts';
 import { DynamoDbCommitPoint } from '../../lib/connectors/aws/s3/dynamodb-commit-point.ts';
 import { ensureCheckpointCommitTable } from '../../lib/connectors/aws/s3/ensure-commit-table.ts';
 import { S3Objects } from '../../lib/connectors/aws/s3/s3-objects.ts';

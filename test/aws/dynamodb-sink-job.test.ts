@@ -12,7 +12,11 @@ import {
 import { dynamoDbSink } from '../../lib/connectors/aws/dynamodb/dynamodb-sink.ts';
 import { ensureTable } from '../../lib/connectors/aws/dynamodb/ensure-table.ts';
 import { ensureCheckpointCommitTable } from '../../lib/connectors/aws/s3/ensure-commit-table.ts';
-import { openS3CheckpointStorage } from '../../lib/connectors/aws/s3/open-s3-checkpoint-storage.ts';
+import { S3_STORAGE_MODULE_URL, openS3CheckpointStorage } from '../../lib/connectors/aws/s3/open-s3-checkpoint-storage.ts';
+import { registerStorageScheme } from '../../lib/storage/storage-locations.ts';
+
+// The job runs without the CLI: this file is its composition root and says who serves s3:// locations.
+registerStorageScheme('s3', S3_STORAGE_MODULE_URL);
 import { countAndSum } from '../../bench/count-and-sum.ts';
 import { failOnceAt, generatedTransactions } from '../harness/generated-transactions.ts';
 import { startS3Emulator, type S3Emulator } from '../harness/aws/s3-emulator.ts';

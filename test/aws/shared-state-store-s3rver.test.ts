@@ -1,7 +1,8 @@
 import { afterAll, beforeAll } from 'vitest';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { S3Objects } from '../../lib/connectors/aws/s3/s3-objects.ts';
-import { S3SharedStateStore } from '../../lib/connectors/aws/s3/s3-shared-state-store.ts';
+import { S3ObjectStore } from '../../lib/connectors/aws/s3/s3-object-store.ts';
+import { ObjectSharedState } from '../../lib/storage/object-shared-state.ts';
 import { runSharedStateStoreContract, type ListableSharedStateStore } from '../contract/shared-state-store.contract.ts';
 import { startS3Emulator, type S3Emulator } from '../harness/aws/s3-emulator.ts';
 
@@ -10,7 +11,7 @@ const UPLOAD = { partSizeBytes: 5 * 1024 * 1024, queueSize: 2 };
 
 /** The one place this runner builds the implementation. */
 function createSharedStateStore(client: S3Client, bucket: string, prefix: string): ListableSharedStateStore {
-  return new S3SharedStateStore(new S3Objects(client, { bucket, prefix }, UPLOAD));
+  return new ObjectSharedState(new S3ObjectStore(new S3Objects(client, { bucket, prefix }, UPLOAD)));
 }
 
 let s3: S3Emulator;
@@ -24,7 +25,7 @@ afterAll(async () => {
   await s3?.stop();
 });
 
-runSharedStateStoreContract('S3SharedStateStore on s3rver', async () => {
+runSharedStateStoreContract('ObjectSharedState over S3ObjectStore on s3rver', async () => {
   const prefix = `jobs/job-${++locations}`;
   return {
     store: () => createSharedStateStore(s3.client, BUCKET, prefix),

@@ -1,6 +1,7 @@
 import { S3Objects } from '../../lib/connectors/aws/s3/s3-objects.ts';
-import { S3ConditionalCommitPoint } from '../../lib/connectors/aws/s3/s3-conditional-commit-point.ts';
-import type { CheckpointCommitPoint } from '../../lib/connectors/aws/s3/commit-point.ts';
+import { S3ObjectStore } from '../../lib/connectors/aws/s3/s3-object-store.ts';
+import { ObjectCommitPoint } from '../../lib/storage/object-commit-point.ts';
+import type { CheckpointCommitPoint } from '../../lib/storage/commit-point.ts';
 import { InMemoryS3 } from '../harness/in-memory-s3.ts';
 import { runCommitPointContract } from './commit-point.contract.ts';
 import { s3CommitFaults } from './commit-point-faults.ts';
@@ -9,13 +10,14 @@ const UPLOAD = { partSizeBytes: 8 * 1024 * 1024, queueSize: 2 };
 
 /** The one place this runner builds the implementation. */
 function createCommitPoint(objects: S3Objects): CheckpointCommitPoint {
-  return new S3ConditionalCommitPoint(objects);
+  // As S3CheckpointStorage builds it for the s3-conditional commit mode.
+  return new ObjectCommitPoint(new S3ObjectStore(objects), { mode: 's3-conditional', identicalRetrySucceeds: true });
 }
 
 let locations = 0;
 
 // On the in-memory S3 fake, which honours If-None-Match as S3 does; s3rver ignores the header, so it cannot run this.
-runCommitPointContract('S3ConditionalCommitPoint on in-memory S3', async () => {
+runCommitPointContract('s3-conditional commit point (ObjectCommitPoint over S3ObjectStore) on in-memory S3', async () => {
   const s3 = new InMemoryS3();
   const client = s3.client();
   const objects = new S3Objects(client, { bucket: 'checkpoints', prefix: `job-${++locations}` }, UPLOAD);

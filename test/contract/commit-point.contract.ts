@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SluiceError } from '../../lib/core/index.ts';
 import { InternalError } from '../../lib/core/index.ts';
-import type { CheckpointCommitPoint } from '../../lib/connectors/aws/s3/commit-point.ts';
+import type { CheckpointCommitPoint } from '../../lib/storage/commit-point.ts';
 import { CheckpointIoError } from '../../lib/storage/errors.ts';
 
 export interface CommitPointFixture {

@@ -1,7 +1,7 @@
 import type { SharedFileEntry, TaskId } from '../../checkpoint/types.ts';
 import { isFileKeyedStateSnapshot, isPendingKeyedSnapshot, type SharedStateStore } from '../../state/index.ts';
 import { taskStateFileName } from '../../checkpoint/naming.ts';
-import type { CheckpointStorage } from '../../storage/checkpoint-storage.ts';
+import type { TaskStateStore } from '../../storage/checkpoint-storage.ts';
 import { encodeTaskSnapshot } from '../../storage/task-state-codec.ts';
 import type { TaskSnapshot } from '../../storage/task-snapshot.ts';
 import { yieldToEventLoop } from '../yield.ts';
@@ -28,7 +28,7 @@ export class CheckpointHub implements CheckpointParticipant {
   private readonly writing = new Set<Promise<void>>();
 
   constructor(
-    private readonly storage: CheckpointStorage,
+    private readonly storage: TaskStateStore,
     private readonly link: CoordinatorLink,
     /** The attempt's fencing token, sent with every ack and decline. @default none (a link that cannot be stale) */
     private readonly token?: FencingToken,

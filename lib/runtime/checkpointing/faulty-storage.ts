@@ -1,6 +1,7 @@
 import { checkpointDirName, metadataPath } from '../../checkpoint/naming.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
-import type { CheckpointStorage, StoredCheckpoint } from '../../storage/checkpoint-storage.ts';
+import type { FencingToken } from '../../core/index.ts';
+import type { CheckpointStorage, StoredCheckpoint, WrittenTaskState } from '../../storage/checkpoint-storage.ts';
 import { CheckpointIoError } from '../../storage/errors.ts';
 import { diskFullPoint } from './fault-injection.ts';
 
@@ -24,9 +25,9 @@ export class DiskFullFaults implements CheckpointStorage {
     return this.storage.records;
   }
 
-  async writeTaskState(checkpointId: number, name: string, data: Uint8Array): Promise<{ path: string; bytes: number; sha256: string }> {
+  async writeTaskState(checkpointId: number, name: string, data: Uint8Array, fencing?: FencingToken): Promise<WrittenTaskState> {
     this.inject('write task state file', `${checkpointDirName(checkpointId)}/${name}`);
-    return this.storage.writeTaskState(checkpointId, name, data);
+    return this.storage.writeTaskState(checkpointId, name, data, fencing);
   }
 
   get acquireLease(): CheckpointStorage['acquireLease'] {
@@ -61,6 +62,14 @@ export class DiskFullFaults implements CheckpointStorage {
 
   applyRetention(retain: number): Promise<number[]> {
     return this.storage.applyRetention(retain);
+  }
+
+  fence(token: FencingToken): Promise<void> {
+    return this.storage.fence(token);
+  }
+
+  currentFence(): Promise<FencingToken | undefined> {
+    return this.storage.currentFence();
   }
 
   private inject(operation: string, relativePath: string): void {

@@ -1,24 +1,25 @@
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { ConfigError, InternalError } from '../../core/index.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
 import { planRestore, planStartup, type CorruptCheckpoint, type RestoreStart } from '../../checkpoint/restore-plan.ts';
 import type { PhysicalPlan } from '../../graph/physical-plan.ts';
 import type { CheckpointStorage, TaskStateReader } from '../../storage/checkpoint-storage.ts';
-import { FileSavepointStorage } from '../../storage/fs/file-savepoint-storage.ts';
+import type { SavepointStorage } from '../../storage/savepoint-storage.ts';
+import { defaultSavepointLocation, openSavepointStorageAt } from '../../storage/storage-locations.ts';
 import { DEFAULT_SAVEPOINT_SUBDIR, type CheckpointingConfig } from './checkpointing-config.ts';
 import { openExternalRestore, type ExternalRestore } from './external-restore.ts';
 import { RESTORE_MARKER_FILE, readRestoreMarker, removeRestoreMarker, writeRestoreMarker } from './restore-marker.ts';
 import { checkCompatible } from './restore-plan.ts';
-import { isRemoteLocation, openCheckpointStorage } from './open-checkpoint-storage.ts';
+import { openCheckpointStorage } from './open-checkpoint-storage.ts';
 
-/** `<dir>/savepoints` for a local checkpoint folder; savepoints of a job checkpointing to S3 go to ./savepoints. */
+/** `<dir>/savepoints`: beside the checkpoints, in the same folder or object store (`s3://bucket/prefix/savepoints`). */
 export function defaultSavepointDir(checkpointDir: string): string {
-  return isRemoteLocation(checkpointDir) ? DEFAULT_SAVEPOINT_SUBDIR : join(checkpointDir, DEFAULT_SAVEPOINT_SUBDIR);
+  return defaultSavepointLocation(checkpointDir, DEFAULT_SAVEPOINT_SUBDIR);
 }
 
 export interface PreparedCheckpointing {
   readonly storage: CheckpointStorage;
-  readonly savepoints: FileSavepointStorage;
+  readonly savepoints: SavepointStorage;
   /** The checkpoint to start from, if any. */
   readonly latest: CheckpointMetadata | undefined;
   /** Set when `latest` is a savepoint or checkpoint directory outside `storage` (from `--restore`). */
@@ -46,7 +47,7 @@ export async function prepareCheckpointing(
   log: (line: string) => void,
 ): Promise<PreparedCheckpointing> {
   const storage = await openCheckpointStorage(config.dir);
-  const savepoints = new FileSavepointStorage(config.savepointDir ?? defaultSavepointDir(config.dir));
+  const savepoints = await openSavepointStorageAt(config.savepointDir ?? defaultSavepointDir(config.dir));
   const removed = await storage.removeIncomplete();
   await savepoints.removeIncomplete();
   const listed = await storage.list();

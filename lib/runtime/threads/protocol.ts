@@ -20,6 +20,8 @@ export interface WorkerInit {
   readonly ports: Record<string, MessagePort>;
   /** Checkpoint folder, when the job takes checkpoints. */
   readonly checkpointDir: string | undefined;
+  /** Location schemes and the modules that open them (see lib/storage/storage-locations.ts). */
+  readonly storageSchemes?: Readonly<Record<string, string>>;
   readonly stateBackend: Required<StateBackendConfig>;
   /** The checkpoint to start from. */
   readonly restoreFrom: CheckpointMetadata | undefined;

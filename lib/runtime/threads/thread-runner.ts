@@ -40,6 +40,7 @@ import type { CoordinatorMessage, WorkerInit, WorkerMessage } from './protocol.t
 import { AlignmentGroups, alignmentMembers } from '../alignment/alignment-groups.ts';
 import { compileStateBackendConfig, type StateBackendConfig } from '../state-backend-config.ts';
 import { lockJobFolders } from '../job-folder-locks.ts';
+import { registeredStorageSchemes } from '../../storage/storage-locations.ts';
 
 export interface ThreadedRunOptions {
   /** Path of the job module (its default export is a defineJob(...) job). */
@@ -241,6 +242,7 @@ async function runAttempt(setup: AttemptSetup): Promise<AttemptOutcome> {
       splits: [...setup.splits.entries()],
       ports: portsOf[thread]!,
       checkpointDir: options.checkpointing?.dir,
+      storageSchemes: registeredStorageSchemes(),
       stateBackend: compileStateBackendConfig(options.stateBackend),
       restoreFrom: setup.restoreFrom,
       restoreDir: setup.restoreDir,

@@ -14,6 +14,7 @@ import { runTasks } from '../run-tasks.ts';
 import { serializeError } from './remote-error.ts';
 import { MessageAlignmentLink } from '../alignment/alignment-link.ts';
 import type { CoordinatorMessage, WorkerInit, WorkerMessage } from './protocol.ts';
+import { registerStorageSchemes } from '../../storage/storage-locations.ts';
 
 const port = parentPort!;
 const post = (message: WorkerMessage): void => port.postMessage(message);
@@ -44,6 +45,7 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
     else onCheckpointMessage(message);
   });
   if (init.checkpointDir !== undefined) {
+    registerStorageSchemes(init.storageSchemes);
     const storage = await openCheckpointStorage(init.checkpointDir);
     const hub = new CheckpointHub(storage, {
       ack: (checkpointId, handle) => post({ type: 'ack', checkpointId, handle }),

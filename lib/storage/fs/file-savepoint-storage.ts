@@ -6,6 +6,7 @@ import { ConfigError, InternalError, SluiceError } from '../../core/index.ts';
 import type { TaskStateReader } from '../checkpoint-storage.ts';
 import { CheckpointIoError } from '../errors.ts';
 import { decodeMetadata, encodeMetadata } from '../metadata-codec.ts';
+import type { SavepointStorage } from '../savepoint-storage.ts';
 import { PRIVATE_DIR_MODE, fsyncDirectory, mkdirPrivate, writeFileDurably } from './durable-fs.ts';
 
 /** A savepoint directory is assembled under this hidden name and renamed into place once whole. */
@@ -21,7 +22,7 @@ function inProgressName(name: string): string {
  * they belong to the user. A directory appears by rename only once complete, so a crash leaves at most a hidden
  * `.savepoint-….inprogress` directory, which `removeIncomplete` deletes.
  */
-export class FileSavepointStorage {
+export class FileSavepointStorage implements SavepointStorage {
   readonly location: string;
   private readonly root: string;
   private rootDurable = false;

@@ -34,7 +34,8 @@ describe('checkpoint locations', () => {
     expect(isRemoteLocation('s3://bucket/prefix')).toBe(true);
     expect(isRemoteLocation('./checkpoints')).toBe(false);
     expect(isRemoteLocation('C:/checkpoints')).toBe(false);
-    expect(defaultSavepointDir('s3://b/p')).toBe('savepoints');
+    expect(defaultSavepointDir('s3://b/p')).toBe('s3://b/p/savepoints');
+    expect(defaultSavepointDir('s3://b/p/?commitTable=t')).toBe('s3://b/p/savepoints');
     expect(defaultSavepointDir('chk')).toBe('chk/savepoints');
   });
 });

@@ -1,7 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { ConfigError } from '../../../core/index.ts';
-import type { AwsClientOverrides } from '../client-config.ts';
+import { configuredEndpoint, type AwsClientOverrides } from '../client-config.ts';
 import type { CommitMode } from './commit-point.ts';
 import { checkBucketName, normalizePrefix } from './s3-location.ts';
 
@@ -12,7 +12,10 @@ export interface S3CheckpointStorageOptions {
   /**
    * How a checkpoint becomes complete. 'dynamodb': a conditional put on an item of `commitTable`, then the metadata
    * object (works with every S3-compatible store). 's3-conditional': the metadata object written with
-   * `If-None-Match: *` (needs S3's conditional writes; no table). @default 'dynamodb'
+   * `If-None-Match: *` (needs S3's conditional writes; no table).
+   * @default 'dynamodb' when a commit table is given, an endpoint is configured (option or AWS_ENDPOINT_URL[_S3]:
+   * emulators and LocalStack, which may ignore conditional writes) or `s3Client` is passed; else (AWS S3 itself)
+   * 's3-conditional'
    */
   readonly commitMode?: CommitMode;
   /** DynamoDB table of commit records (key `location` S, sort key `checkpointId` N); required in 'dynamodb' mode. */
@@ -55,11 +58,22 @@ function checkTableName(name: string, context: string): string {
   return name;
 }
 
-export function compileS3CheckpointOptions(options: S3CheckpointStorageOptions): CompiledS3CheckpointOptions {
+/**
+ * The commit mode when none is chosen. AWS S3 has honoured `If-None-Match: *` since 2024, so it needs no table;
+ * an endpoint override points at an emulator or LocalStack, where the DynamoDB commit point is the safe choice (s3rver
+ * ignores the header). A given client may point anywhere, so it keeps the DynamoDB default too.
+ */
+function defaultCommitMode(options: S3CheckpointStorageOptions, env: NodeJS.ProcessEnv): CommitMode {
+  const table = options.commitTable !== undefined && options.commitTable !== '';
+  const endpoint = options.aws?.endpoint !== undefined || configuredEndpoint('s3', env) !== undefined || options.s3Client !== undefined;
+  return table || endpoint ? 'dynamodb' : 's3-conditional';
+}
+
+export function compileS3CheckpointOptions(options: S3CheckpointStorageOptions, env: NodeJS.ProcessEnv = process.env): CompiledS3CheckpointOptions {
   const context = 'S3 checkpoint storage';
   const bucket = checkBucketName(options.bucket, context);
   const prefix = normalizePrefix(options.prefix ?? '', context);
-  const commitMode = options.commitMode ?? 'dynamodb';
+  const commitMode = options.commitMode ?? defaultCommitMode(options, env);
   if (commitMode !== 'dynamodb' && commitMode !== 's3-conditional') {
     throw new ConfigError(`${context}: commitMode must be 'dynamodb' or 's3-conditional', got "${String(commitMode)}"`);
   }

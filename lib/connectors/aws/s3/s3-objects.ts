@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
+import { mkdir, rename, rm } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Transform } from 'node:stream';
@@ -90,14 +91,14 @@ export class S3Objects {
    * One PutObject that S3 refuses when the key exists (`If-None-Match: *`); the loser sees `isPreconditionFailed`.
    * S3-compatible servers that ignore the header (s3rver) overwrite instead.
    */
-  async putIfAbsent(path: string, data: Uint8Array, sha256: string): Promise<void> {
+  async putIfAbsent(path: string, data: Uint8Array, sha256?: string): Promise<void> {
     await this.client.send(
       new PutObjectCommand({
         Bucket: this.location.bucket,
         Key: this.key(path),
         Body: data,
         IfNoneMatch: '*',
-        Metadata: { [SHA256_METADATA]: sha256 },
+        ...(sha256 === undefined ? {} : { Metadata: { [SHA256_METADATA]: sha256 } }),
       }),
     );
   }
@@ -123,6 +124,7 @@ export class S3Objects {
   async download(path: string, localPath: string): Promise<{ bytes: number; sha256: string } | undefined> {
     const body = await this.openBody(path);
     if (body === undefined) return undefined;
+    await mkdir(dirname(localPath), { recursive: true });
     const temp = `${localPath}.download-${randomBytes(4).toString('hex')}`;
     const hash = createHash('sha256');
     let bytes = 0;
