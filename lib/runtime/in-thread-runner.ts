@@ -1,6 +1,5 @@
 import { operatorStateRecords } from '../graph/operator-records.ts';
-import { randomUUID } from 'node:crypto';
-import { systemClock, type Clock } from '../core/index.ts';
+import { systemClock, type Clock, type FencingToken } from '../core/index.ts';
 import type { StreamEnvironment } from '../api/environment.ts';
 import { buildPhysicalPlan, type PhysicalPlan } from '../graph/physical-plan.ts';
 import type { SourceSplit } from '../connectors/source.ts';
@@ -24,6 +23,7 @@ import { loadRestoredJob, type RestoredJob } from './checkpointing/restore-plan.
 import { lockJobFolders } from './job-folder-locks.ts';
 import { allTasks, runAttempts, sourceTasks } from './checkpointing/attempts.ts';
 import { AlignmentGroups, alignmentMembers } from './alignment/alignment-groups.ts';
+import { highestRecordedEpoch, issueFencingToken } from './fencing-epochs.ts';
 import { LocalAlignmentLink } from './alignment/alignment-link.ts';
 
 export interface InThreadRunOptions {
@@ -69,15 +69,15 @@ export async function runInThisThread(env: StreamEnvironment, options: InThreadR
 
   const config = options.checkpointing;
   if (config === undefined) {
-    const tasks = deployTasks({ ...base, checkpoints: NO_CHECKPOINTS, attempt: randomUUID(), alignment: alignment() });
+    const tasks = deployTasks({ ...base, checkpoints: NO_CHECKPOINTS, fencing: issueFencingToken(undefined), alignment: alignment() });
     await runTasks(tasks);
     return summarize(started, tasks.map((t) => t.metrics));
   }
   // Keyed state here is the caller's (services); only the checkpoint folder is this runner's to lock.
   const locks = await lockJobFolders({ checkpointDir: config.dir, stateDir: undefined });
   try {
-    return await runCheckpointed(config, plan, options, log, (restored, hub) =>
-      deployTasks({ ...base, checkpoints: hub, attempt: randomUUID(), restored, alignment: alignment() }), started);
+    return await runCheckpointed(config, plan, options, log, (restored, hub, fencing) =>
+      deployTasks({ ...base, checkpoints: hub, fencing, restored, alignment: alignment() }), started);
   } finally {
     await locks.release();
   }
@@ -88,11 +88,12 @@ async function runCheckpointed(
   plan: PhysicalPlan,
   options: InThreadRunOptions,
   log: (line: string) => void,
-  deploy: (restored: RestoredJob | undefined, hub: CheckpointHub) => DeployedTask[],
+  deploy: (restored: RestoredJob | undefined, hub: CheckpointHub, fencing: FencingToken) => DeployedTask[],
   started: number,
 ): Promise<JobResult> {
   const prepared = await prepareCheckpointing(config, plan, log);
   let lastCheckpointId = prepared.lastCheckpointId;
+  let fencing: FencingToken | undefined;
   const allVertices = new Set(plan.vertices.map((v) => v.id));
   return runAttempts({
     strategy: checkRestartStrategy(options.restart ?? DEFAULT_RESTART_STRATEGY),
@@ -100,6 +101,8 @@ async function runCheckpointed(
     log,
     attempt: async (restoreFrom) => {
       if (restoreFrom !== undefined) log(restoredFromLine(prepared, restoreFrom));
+      // Epochs only grow: a restart goes one above the previous attempt, the first attempt above what storage records.
+      fencing = issueFencingToken(fencing, fencing === undefined ? await highestRecordedEpoch(prepared.storage, prepared.external?.metadata) : -1);
       const restored =
         restoreFrom === undefined ? undefined : await loadRestoredJob(restoreReader(prepared, restoreFrom), restoreFrom, plan, allVertices);
       let tasks: DeployedTask[] = [];
@@ -120,7 +123,7 @@ async function runCheckpointed(
       });
       const hub = new CheckpointHub(prepared.storage, driver);
       hub.onComplete((id) => tasks.forEach((t) => t.notifyCheckpointComplete(id)));
-      tasks = deploy(restored, hub);
+      tasks = deploy(restored, hub, fencing);
       // Failing checkpoint storage fails the attempt: every task ends with its error.
       void driver.failed.catch((err: unknown) => tasks.forEach((t) => t.cancel(err)));
       try {

@@ -65,8 +65,9 @@ function orderSink(options: Partial<DynamoDbSinkOptions<Order>> = {}) {
   });
 }
 
+/** Attempt 'attempt-<n>' runs with epoch n. */
 function ctx(subtask = 0, attempt = 'attempt-1', checkpointing = true): SinkContext {
-  return { subtask, parallelism: 2, operatorName: 'orders-sink', attempt, checkpointing };
+  return { subtask, parallelism: 2, operatorName: 'orders-sink', fencing: { attempt: 0, epoch: Number(attempt.slice('attempt-'.length)) }, checkpointing };
 }
 
 async function stage<T>(sink: DynamoDbSink<T>, records: T[], checkpointId: number, context = ctx()): Promise<DynamoDbCommittable[]> {

@@ -46,8 +46,8 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
   if (init.checkpointDir !== undefined) {
     const storage = await openCheckpointStorage(init.checkpointDir);
     const hub = new CheckpointHub(storage, {
-      ack: (checkpointId, handle) => post({ type: 'ack', checkpointId, handle }),
-      decline: (checkpointId, task, reason) => post({ type: 'decline', checkpointId, task, reason }),
+      ack: (checkpointId, handle) => post({ type: 'ack', checkpointId, handle, fencing: init.fencing }),
+      decline: (checkpointId, task, reason) => post({ type: 'decline', checkpointId, task, reason, fencing: init.fencing }),
       sourceFinished: (task) => post({ type: 'sourceFinished', task }),
     });
     hub.onComplete((id) => {
@@ -79,7 +79,7 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
     services: await createStateServices(init.stateBackend, jobKeyOf(plan.fingerprint)),
     clock: systemClock,
     checkpoints,
-    attempt: init.attempt,
+    fencing: init.fencing,
     restored,
     alignment,
   });
