@@ -70,7 +70,7 @@ export class DynamoDbSinkWriter<T> implements TwoPhaseCommitSinkWriter<T, Dynamo
   private async flush(): Promise<void> {
     const committable = this.prepare(`f${++this.flushes}`);
     if (committable === undefined) return;
-    this.committer ??= new DynamoDbCommitter(this.config, this.client());
+    this.committer ??= new DynamoDbCommitter(this.config, this.client(), this.ctx.fencing);
     await this.committer.commit([committable]);
   }
 }
