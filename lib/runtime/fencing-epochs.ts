@@ -19,16 +19,18 @@ export async function highestRecordedEpoch(storage: Pick<CheckpointStorage, 'lis
 let lastIssuedEpoch = -1;
 
 /**
- * The token of the next attempt: a strictly higher epoch than `previous` (a restart within the run), than
- * `highestRecorded` (what storage records of earlier runs) and than any token issued in this process before, and
- * never below the wall clock in milliseconds. The clock floor keeps epochs growing across runs where nothing is
- * recorded yet (no checkpointing, or a run that crashed before its first checkpoint), so names built from
- * `fencingTag` (part files, DynamoDB commit markers) never repeat those of an earlier run; the process-wide floor
- * keeps two jobs started in the same millisecond apart.
+ * The token of the next attempt. A restart within the run (`previous` given) takes the next epoch,
+ * `nextFencingToken(previous)`. The first attempt of a run starts above `highestRecorded` (what storage records of
+ * earlier runs), above any token issued in this process before, and never below the wall clock in milliseconds.
+ * The clock floor keeps epochs growing across runs where nothing is recorded yet (no checkpointing, or a run that
+ * crashed before its first checkpoint), so names built from `fencingTag` (part files, DynamoDB commit markers)
+ * never repeat those of an earlier run; the process-wide floor keeps two jobs started in the same millisecond apart.
  */
 export function issueFencingToken(previous: FencingToken | undefined, highestRecorded = -1, now = Date.now()): FencingToken {
-  const floor = Math.max(highestRecorded, lastIssuedEpoch, Math.floor(now) - 1);
-  const token = nextFencingToken(previous, floor);
-  lastIssuedEpoch = token.epoch;
+  const token =
+    previous === undefined
+      ? nextFencingToken(undefined, Math.max(highestRecorded, lastIssuedEpoch, Math.floor(now) - 1))
+      : nextFencingToken(previous, highestRecorded);
+  lastIssuedEpoch = Math.max(lastIssuedEpoch, token.epoch);
   return token;
 }
