@@ -1,4 +1,4 @@
-import type { RecordBatch } from '../core/index.ts';
+import type { FencingToken, RecordBatch } from '../core/index.ts';
 
 export interface SinkContext {
   readonly subtask: number;
@@ -6,10 +6,12 @@ export interface SinkContext {
   /** Name of the sink operator, for file names and errors. */
   readonly operatorName: string;
   /**
-   * Identifies this run of the job: it changes at every start and restart, so files a sink names with it can be
-   * told apart from leftovers of earlier runs. @default a fresh random id per run
+   * The fencing token of this attempt of the job: a higher epoch at every start and restart. Files and
+   * transactions a sink names with `fencingTag(fencing)` can be told apart from leftovers of earlier attempts, and a
+   * sink that shares a commit target between attempts refuses commits of an older epoch than one it has seen
+   * (FencedError). @default a fresh random name per writer, and no fencing
    */
-  readonly attempt?: string;
+  readonly fencing?: FencingToken;
   /**
    * Whether the job takes checkpoints. With them, the runtime drives a two-phase-commit writer through checkpoints
    * (`prepareCommit` at each barrier and at the end of input, `Committer.commit` once the checkpoint is complete)
@@ -72,11 +74,11 @@ export interface TwoPhaseCommitSink<T, C> extends Sink<T> {
   createCommitter(ctx: SinkContext): Committer<C> | Promise<Committer<C>>;
   /**
    * Called when a subtask starts from a checkpoint (or fresh, with none), before or after it commits the restored
-   * committables dealt to it: removes what earlier runs (other `attempt`s, of any subtask: the job may have been
+   * committables dealt to it: removes what earlier runs (other fencing tokens, of any subtask: the job may have been
    * rescaled) left uncommitted that no checkpoint refers to (e.g. in-progress files). Never touches what the current
    * attempt writes, nor anything in `keep`, so all subtasks may call it at once. `keep` is what the restored
    * checkpoint dealt to this subtask; other subtasks' shares are not in it, so what may still be one of them (a
-   * pending transaction of an earlier attempt) must be left for later. Needs `ctx.attempt`.
+   * pending transaction of an earlier attempt) must be left for later. Needs `ctx.fencing`.
    */
   cleanUpDangling(ctx: SinkContext, keep: readonly C[]): void | Promise<void>;
 }

@@ -1,4 +1,4 @@
-import type { Clock, RecordBatch } from '../core/index.ts';
+import type { Clock, FencingToken, RecordBatch } from '../core/index.ts';
 
 /**
  * A split is a plain-data description of a part of a source's input (a byte range of a file, a generator
@@ -22,10 +22,11 @@ export interface SourceReaderContext {
   /** Stops a long wait (follow mode) when the job is cancelled. */
   readonly signal: AbortSignal;
   /**
-   * Identifies this run of the job (changes on every restart); lets readers of one attempt find each other. The
-   * runtime always sets it; readers created by hand (tests, baselines) may leave it out.
+   * The fencing token of this attempt of the job (a higher epoch on every restart); `fencingTag(fencing)` lets
+   * readers of one attempt find each other. The runtime always sets it; readers created by hand (tests, baselines)
+   * may leave it out.
    */
-  readonly attempt?: string;
+  readonly fencing?: FencingToken;
   /** Checkpointing is on: readers may wait for completed checkpoints (e.g. before reading a child shard). @default false */
   readonly checkpointing?: boolean;
 }

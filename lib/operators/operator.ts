@@ -1,4 +1,4 @@
-import type { Clock, KeyGroupRange, RecordBatch } from '../core/index.ts';
+import type { Clock, FencingToken, KeyGroupRange, RecordBatch } from '../core/index.ts';
 import type { KeyedStateBackend } from '../state/index.ts';
 import type { Output } from './output.ts';
 import type { InternalTimerService } from './timer-service.ts';
@@ -18,8 +18,11 @@ export interface OperatorContext {
   readonly timers: InternalTimerService | undefined;
   /** Checkpoints are taken: two-phase-commit sinks commit on checkpoint completion, not at the end of input. */
   readonly checkpointing: boolean;
-  /** Identifies this run of the job (changes at every start and restart). */
-  readonly attempt: string;
+  /**
+   * Who this attempt is: a new token (higher epoch) at every start and restart. Sinks name their temporary files
+   * and transactions with `fencingTag(fencing)` and refuse to commit for an older epoch than one already seen.
+   */
+  readonly fencing: FencingToken;
   /** Latest watermark this operator has received. */
   currentWatermark(): number;
   /**

@@ -1,5 +1,4 @@
 import { operatorStateRecords } from '../graph/operator-records.ts';
-import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock } from '../core/index.ts';
 import type { StreamEnvironment } from '../api/environment.ts';
 import { buildPhysicalPlan, type PhysicalPlan } from '../graph/physical-plan.ts';
@@ -20,12 +19,13 @@ import {
 } from './checkpointing/prepare-checkpointing.ts';
 import { EmbeddedCheckpointDriver } from './checkpointing/embedded-driver.ts';
 import type { CheckpointDriver } from './checkpointing/checkpoint-driver.ts';
-import { nextFencingToken, type FencingToken } from '../core/fencing.ts';
+import type { FencingToken } from '../core/fencing.ts';
 import { CheckpointHub } from './checkpointing/checkpoint-hub.ts';
 import { loadRestoredJob, type RestoredJob } from './checkpointing/restore-plan.ts';
 import { lockJobFolders } from './job-folder-locks.ts';
 import { allTasks, runAttempts, sourceTasks } from './checkpointing/attempts.ts';
 import { AlignmentGroups, alignmentMembers } from './alignment/alignment-groups.ts';
+import { highestRecordedEpoch, issueFencingToken } from './fencing-epochs.ts';
 import { LocalAlignmentLink } from './alignment/alignment-link.ts';
 
 export interface InThreadRunOptions {
@@ -71,15 +71,15 @@ export async function runInThisThread(env: StreamEnvironment, options: InThreadR
 
   const config = options.checkpointing;
   if (config === undefined) {
-    const tasks = deployTasks({ ...base, checkpoints: NO_CHECKPOINTS, attempt: randomUUID(), alignment: alignment() });
+    const tasks = deployTasks({ ...base, checkpoints: NO_CHECKPOINTS, fencing: issueFencingToken(undefined), alignment: alignment() });
     await runTasks(tasks);
     return summarize(started, tasks.map((t) => t.metrics));
   }
   // Keyed state here is the caller's (services); only the checkpoint folder is this runner's to lock.
   const locks = await lockJobFolders({ checkpointDir: config.dir, stateDir: undefined });
   try {
-    return await runCheckpointed(config, plan, options, log, (restored, hub) =>
-      deployTasks({ ...base, checkpoints: hub, attempt: randomUUID(), restored, alignment: alignment() }), started);
+    return await runCheckpointed(config, plan, options, log, (restored, hub, fencing) =>
+      deployTasks({ ...base, checkpoints: hub, fencing, restored, alignment: alignment() }), started);
   } finally {
     await locks.release();
   }
@@ -90,7 +90,7 @@ async function runCheckpointed(
   plan: PhysicalPlan,
   options: InThreadRunOptions,
   log: (line: string) => void,
-  deploy: (restored: RestoredJob | undefined, hub: CheckpointHub) => DeployedTask[],
+  deploy: (restored: RestoredJob | undefined, hub: CheckpointHub, fencing: FencingToken) => DeployedTask[],
   started: number,
 ): Promise<JobResult> {
   const prepared = await prepareCheckpointing(config, plan, log);
@@ -103,11 +103,12 @@ async function runCheckpointed(
     log,
     attempt: async (restoreFrom) => {
       if (restoreFrom !== undefined) log(restoredFromLine(prepared, restoreFrom));
+      // Epochs only grow: a restart goes one above the previous attempt, the first attempt above what storage records.
+      fencing = issueFencingToken(fencing, fencing === undefined ? await highestRecordedEpoch(prepared.storage, prepared.external?.metadata) : -1);
+      await prepared.storage.fence(fencing);
       const restored =
         restoreFrom === undefined ? undefined : await loadRestoredJob(restoreReader(prepared, restoreFrom), restoreFrom, plan, allVertices);
       let tasks: DeployedTask[] = [];
-      // Each attempt fences the ones before it, and a new run those that wrote the checkpoint it restores.
-      fencing = nextFencingToken(fencing, prepared.latest?.fencing?.epoch);
       const driver: CheckpointDriver = new EmbeddedCheckpointDriver({
         fencing,
         options: config,
@@ -126,7 +127,7 @@ async function runCheckpointed(
       });
       const hub = new CheckpointHub(prepared.storage, driver, fencing);
       hub.onComplete((id) => tasks.forEach((t) => t.notifyCheckpointComplete(id)));
-      tasks = deploy(restored, hub);
+      tasks = deploy(restored, hub, fencing);
       // Failing checkpoint storage fails the attempt: every task ends with its error.
       void driver.failed.catch((err: unknown) => tasks.forEach((t) => t.cancel(err)));
       try {

@@ -5,6 +5,7 @@ import {
   type KeyGroupRange,
   type OutputTag,
   type RecordBatch,
+  type FencingToken,
 } from '../core/index.ts';
 import type { OperatorNode } from '../graph/logical-graph.ts';
 import type { Operator, OperatorContext } from '../operators/operator.ts';
@@ -20,8 +21,8 @@ export interface KeyedStateScope {
   /** Stable across runs of the same job graph: `<vertex name>-<node id>` made file-name safe. */
   readonly operatorId: string;
   readonly subtask: number;
-  /** Identifies this run of the job. */
-  readonly attempt: string;
+  /** The attempt that runs it. */
+  readonly fencing: FencingToken;
 }
 
 /** What a chain needs from its composition root: which state backend and timer service keyed operators get. */
@@ -50,7 +51,7 @@ export interface ChainSetup {
   readonly headNodeId: number | undefined;
   readonly services: KeyedServices;
   readonly checkpointing: boolean;
-  readonly attempt: string;
+  readonly fencing: FencingToken;
   /** Schedules `run` on the task between elements. */
   readonly post: (run: () => void | Promise<void>) => void;
   /** Restored state per logical node id; absent when starting fresh. */
@@ -116,7 +117,7 @@ export class OperatorChain {
         ? setup.services.createKeyedState(range, setup.maxParallelism, {
             operatorId: operatorIdOf(node),
             subtask: setup.subtask,
-            attempt: setup.attempt,
+            fencing: setup.fencing,
           })
         : undefined;
       this.slots[i] = {
@@ -167,7 +168,7 @@ export class OperatorChain {
         keyedState: slot.keyedState,
         timers: slot.timers,
         checkpointing: setup.checkpointing,
-        attempt: setup.attempt,
+        fencing: setup.fencing,
         currentWatermark: () => slot.watermark,
         requestProcessingTimeWakeup: (time) => this.requestWakeup(i, time),
       };

@@ -6,6 +6,7 @@ import {
   type BarrierElement,
   type Clock,
   type RecordBatch,
+  type FencingToken,
 } from '../core/index.ts';
 import { assignTimestamps, type InvalidTimestamp } from '../operators/basic/assign-timestamps.ts';
 import type { WatermarkGenerator } from '../api/watermark-strategy.ts';
@@ -41,7 +42,7 @@ export interface SourceTaskSetup {
   readonly lateDrops: LateDropWarnings;
   readonly checkpoints: CheckpointParticipant;
   readonly requests: CheckpointRequests;
-  readonly attempt: string;
+  readonly fencing: FencingToken;
   /** Called with a function that forwards checkpoint completions to the reader (run from the task's mailbox). */
   readonly onReaderComplete: (notify: (checkpointId: number) => Promise<void>) => void;
   /** Shares split watermarks with the other subtasks of the alignment group; undefined: no alignment. */
@@ -147,7 +148,7 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
       parallelism: setup.parallelism,
       clock,
       signal: setup.signal,
-      attempt: setup.attempt,
+      fencing: setup.fencing,
       checkpointing: checkpoints.enabled,
     });
     const opened = reader;

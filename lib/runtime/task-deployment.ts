@@ -1,5 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
-import { SluiceError, type BarrierElement, type Clock } from '../core/index.ts';
+import { SluiceError, type BarrierElement, type Clock, type FencingToken } from '../core/index.ts';
 import type { CompiledJobOptions } from '../api/job-options.ts';
 import type { PhysicalEdge, PhysicalPlan } from '../graph/physical-plan.ts';
 import type { SourceSplit } from '../connectors/source.ts';
@@ -58,8 +58,8 @@ export interface DeploymentSetup {
   readonly clock: Clock;
   /** This thread's part in checkpoints (NO_CHECKPOINTS without checkpointing). */
   readonly checkpoints: CheckpointParticipant;
-  /** Identifies this run of the job (sinks name their temporary files with it). */
-  readonly attempt: string;
+  /** The fencing token of this attempt (sinks name their temporary files with it). */
+  readonly fencing: FencingToken;
   /** The checkpoint this run starts from, if any (only the vertices this thread runs need to be loaded). */
   readonly restored?: RestoredJob | undefined;
   /** Warnings of the tasks while they run (late records dropped). @default stderr */
@@ -158,7 +158,7 @@ export function deployTasks(setup: DeploymentSetup): DeployedTask[] {
         services: setup.services,
         post: (run) => gate.post(run),
         checkpointing: setup.checkpoints.enabled,
-        attempt: setup.attempt,
+        fencing: setup.fencing,
         restored: restored?.operators,
         restoreStore: setup.restored?.sharedState,
       });
@@ -200,7 +200,7 @@ export function deployTasks(setup: DeploymentSetup): DeployedTask[] {
                 signal: abort.signal,
                 metrics,
                 lateDrops,
-                attempt: setup.attempt,
+                fencing: setup.fencing,
                 alignment: setup.alignment,
                 onReaderComplete: (notify) => {
                   notifyReader = notify;

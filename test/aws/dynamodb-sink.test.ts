@@ -65,8 +65,9 @@ function orderSink(options: Partial<DynamoDbSinkOptions<Order>> = {}) {
   });
 }
 
+/** Attempt 'attempt-<n>' runs with epoch n. */
 function ctx(subtask = 0, attempt = 'attempt-1', checkpointing = true): SinkContext {
-  return { subtask, parallelism: 2, operatorName: 'orders-sink', attempt, checkpointing };
+  return { subtask, parallelism: 2, operatorName: 'orders-sink', fencing: { attempt: 0, epoch: Number(attempt.slice('attempt-'.length)) }, checkpointing };
 }
 
 async function stage<T>(sink: DynamoDbSink<T>, records: T[], checkpointId: number, context = ctx()): Promise<DynamoDbCommittable[]> {
@@ -98,7 +99,8 @@ async function items(name = table): Promise<Record<string, Record<string, unknow
 
 async function markers(name = table): Promise<number> {
   const page = await dynamo.client.send(new ScanCommand({ TableName: name, ConsistentRead: true }));
-  return (page.Items ?? []).filter((i) => String(i['pk']?.S).startsWith('#sluice-commit#')).length;
+  // Commit markers end in `#<chunk>`; the job's fence item (`.../fence`) shares the prefix but is no marker.
+  return (page.Items ?? []).filter((i) => /^#sluice-commit#.*#\d+$/.test(String(i['pk']?.S))).length;
 }
 
 beforeAll(async () => {
@@ -127,7 +129,7 @@ describe('dynamoDbSink, transactional', () => {
     const sink = orderSink();
     const committables = await stage(sink, orders, 1);
     expect(committables).toHaveLength(1);
-    expect(committables[0]?.txn).toBe(`${table}/attempt-1/0/c1`);
+    expect(committables[0]?.txn).toBe(`${table}/e1-a0/0/c1`);
     expect(await items()).toEqual({});
     const committer = await commit(sink, committables);
     expect(committer.stats).toEqual({ committed: 1, alreadyCommitted: 0, retries: 0 });
@@ -162,7 +164,7 @@ describe('dynamoDbSink, transactional', () => {
     expect(await items()).toEqual(after);
   });
 
-  it('commits more than 100 writes in chunks of at most 99 plus the marker, each exactly once', async () => {
+  it('commits more than 100 writes in chunks of at most 98 plus the marker and the fence check, each exactly once', async () => {
     const many = Array.from({ length: 250 }, (_, i) => ({ customer: `c${String(i).padStart(3, '0')}`, amount: i }));
     const sink = orderSink();
     const sizes: number[] = [];
@@ -173,9 +175,9 @@ describe('dynamoDbSink, transactional', () => {
       }),
     });
     const committables = await stage(sink, many, 4);
-    expect(committables[0]?.chunks.map((c) => c.items.length)).toEqual([99, 99, 52]);
+    expect(committables[0]?.chunks.map((c) => c.items.length)).toEqual([98, 98, 54]);
     const committer = await commit(counting, committables);
-    expect(sizes.sort((a, b) => b - a)).toEqual([100, 100, 53]);
+    expect(sizes.sort((a, b) => b - a)).toEqual([100, 100, 56]);
     expect(committer.stats.committed).toBe(3);
     const written = await items();
     expect(Object.keys(written)).toHaveLength(250);
@@ -291,9 +293,9 @@ describe('dynamoDbSink, transactional', () => {
       );
       expect(unmarshall(ann.Item!)).toMatchObject({ pk: 'ann', total: 12.5 });
       const marker = await dynamo.client.send(
-        new GetItemCommand({ TableName: sorted, Key: { pk: { S: `#sluice-commit#${sorted}/attempt-1/0/c3#0` }, sk: value } }),
+        new GetItemCommand({ TableName: sorted, Key: { pk: { S: `#sluice-commit#${sorted}/e1-a0/0/c3#0` }, sk: value } }),
       );
-      expect(marker.Item?.['sluiceTxn']?.S).toBe(`${sorted}/attempt-1/0/c3`);
+      expect(marker.Item?.['sluiceTxn']?.S).toBe(`${sorted}/e1-a0/0/c3`);
     }
   });
 

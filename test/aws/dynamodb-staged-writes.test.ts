@@ -202,6 +202,6 @@ describe('failure classification and options', () => {
     expect(same.marker.sortKey).toEqual({ name: 'sk', value: undefined });
     expect(compileDynamoDbSinkOptions({ ...base, sortKey: 'sk', marker: { sortKeyValue: 5 } }).marker.sortKey).toEqual({ name: 'sk', value: { N: '5' } });
     expect(() => compileDynamoDbSinkOptions({ ...base, sortKey: 'sk', marker: { sortKeyValue: '' } })).toThrow(/sortKeyValue/);
-    expect(same.limits).toEqual({ maxItems: 99, maxBytes: 4_000_000 - 1024 });
+    expect(same.limits).toEqual({ maxItems: 98, maxBytes: 4_000_000 - 1024 });
   });
 });

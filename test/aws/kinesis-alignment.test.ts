@@ -69,7 +69,7 @@ describe('kinesis source with watermark alignment', () => {
       parallelism: 1,
       clock: systemClock,
       signal: new AbortController().signal,
-      attempt: 'test',
+      fencing: { attempt: 0, epoch: 0 },
     });
     try {
       const [first, second] = splits.map((s) => s.id).sort() as [string, string];

@@ -109,8 +109,10 @@ describe('kinesis source across SplitShard and MergeShards', () => {
   });
 });
 
+/** Attempt 'a<n>' (or any name ending in n) runs with epoch n; others with epoch 0. */
 function context(subtask: number, attempt: string): SourceReaderContext {
-  return { subtask, parallelism: 2, clock: systemClock, signal: new AbortController().signal, attempt, checkpointing: true };
+  const epoch = Number(/\d+$/.exec(attempt)?.[0] ?? 0);
+  return { subtask, parallelism: 2, clock: systemClock, signal: new AbortController().signal, fencing: { attempt: 0, epoch }, checkpointing: true };
 }
 
 /** Polls until `done` holds (or, without `done`, for `forMs`), collecting values and finished splits. */

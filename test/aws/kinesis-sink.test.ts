@@ -25,7 +25,7 @@ async function streamValues(stream: string): Promise<{ value: Event; key: string
 }
 
 const ids = (values: Event[]) => values.map((e) => `${e.k}#${e.n}`).sort();
-const ctx: SinkContext = { subtask: 0, parallelism: 1, operatorName: 'kinesis-test', attempt: 'a', checkpointing: true };
+const ctx: SinkContext = { subtask: 0, parallelism: 1, operatorName: 'kinesis-test', fencing: { attempt: 0, epoch: 0 }, checkpointing: true };
 const meta = { $metadata: {} };
 
 describe('kinesis sink', () => {

@@ -32,7 +32,7 @@ async function runToIdle(source: ReturnType<typeof kinesisSource<Event>>, parall
 }
 
 function readerContext(extra: Partial<SourceReaderContext> = {}): SourceReaderContext {
-  return { subtask: 0, parallelism: 1, clock: systemClock, signal: new AbortController().signal, attempt: 'test', ...extra };
+  return { subtask: 0, parallelism: 1, clock: systemClock, signal: new AbortController().signal, fencing: { attempt: 0, epoch: 0 }, ...extra };
 }
 
 describe('kinesis source start positions', () => {
@@ -105,7 +105,7 @@ describe('kinesis source positions in checkpoints', () => {
     const input = events(400, 8);
     await putRecords(kinesis.client, stream, input);
     const source = kinesisSource<Event>(options(stream, { startPosition: 'TRIM_HORIZON', stopWhenIdleMs: 300 }));
-    const first = source.createReader(await source.createSplits({ parallelism: 1 }), readerContext({ attempt: 'a1' }));
+    const first = source.createReader(await source.createSplits({ parallelism: 1 }), readerContext({ fencing: { attempt: 0, epoch: 1 } }));
     const seen: Event[] = [];
     // Read about half, in small batches, then "checkpoint" and stop.
     while (seen.length < 170) {
@@ -118,7 +118,7 @@ describe('kinesis source positions in checkpoints', () => {
     await first.close();
     expect(checkpoint.some((s) => s.position.type === 'AFTER_SEQUENCE_NUMBER')).toBe(true);
 
-    const second = source.createReader(checkpoint, readerContext({ attempt: 'a2' }));
+    const second = source.createReader(checkpoint, readerContext({ fencing: { attempt: 1, epoch: 2 } }));
     for (;;) {
       const r = await second.poll(100);
       if (r.kind === 'end') break;

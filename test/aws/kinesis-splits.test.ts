@@ -108,10 +108,10 @@ describe('finished-shard announcements', () => {
   });
 
   it('the BroadcastChannel registry reaches readers that join late, and only those of the same attempt', async () => {
-    const a = broadcastFinishedShardRegistry({ attempt: 'x', stream: 's', source: 'k', subtask: 0 });
-    const other = broadcastFinishedShardRegistry({ attempt: 'y', stream: 's', source: 'k', subtask: 1 });
+    const a = broadcastFinishedShardRegistry({ attemptTag: 'e1-a0', stream: 's', source: 'k', subtask: 0 });
+    const other = broadcastFinishedShardRegistry({ attemptTag: 'e2-a0', stream: 's', source: 'k', subtask: 1 });
     await a.announce([id(1)]);
-    const late = broadcastFinishedShardRegistry({ attempt: 'x', stream: 's', source: 'k', subtask: 1 });
+    const late = broadcastFinishedShardRegistry({ attemptTag: 'e1-a0', stream: 's', source: 'k', subtask: 1 });
     // Messages arrive asynchronously: wait for them (a generous bound, so a loaded machine cannot fail the test).
     const eventually = async (condition: () => boolean): Promise<void> => {
       const deadline = Date.now() + 20_000;

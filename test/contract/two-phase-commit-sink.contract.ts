@@ -36,8 +36,9 @@ export interface TwoPhaseCommitSinkFixture<T, C> {
 }
 
 /** A sink subtask's context; the one place the suite builds it. */
-export function sinkContext(subtask: number, attempt: string, parallelism = 2): SinkContext {
-  return { subtask, parallelism, operatorName: 'contract-sink', attempt, checkpointing: true };
+export function sinkContext(subtask: number, epoch: number, parallelism = 2): SinkContext {
+  // Attempts of the suite's scenarios follow each other: attempt n has epoch n, as a job's restarts do.
+  return { subtask, parallelism, operatorName: 'contract-sink', fencing: { attempt: epoch - 1, epoch }, checkpointing: true };
 }
 
 /** Committables as a restored checkpoint gives them back: encoded and decoded by the task-state codec. */
@@ -87,7 +88,7 @@ export function runTwoPhaseCommitSinkContract<T, C>(name: string, createFixture:
     }
 
     it('makes nothing visible before the commit, and exactly the pre-committed records after it', async () => {
-      const ctx = sinkContext(0, 'attempt-1');
+      const ctx = sinkContext(0, 1);
       const w = await writer(ctx);
       const records = ids('a', 30);
       await write(w, records);
@@ -100,7 +101,7 @@ export function runTwoPhaseCommitSinkContract<T, C>(name: string, createFixture:
     });
 
     it('commits checkpoint after checkpoint, each adding its own records; an empty checkpoint commits nothing', async () => {
-      const ctx = sinkContext(0, 'attempt-1');
+      const ctx = sinkContext(0, 1);
       const w = await writer(ctx);
       const c = await committer(ctx);
       await c.commit(await prepared(w, 1, ids('one', 10)));
@@ -112,7 +113,7 @@ export function runTwoPhaseCommitSinkContract<T, C>(name: string, createFixture:
     });
 
     it('changes nothing when the same committables are committed again, by the same committer or after a restore', async () => {
-      const ctx = sinkContext(0, 'attempt-1');
+      const ctx = sinkContext(0, 1);
       const w = await writer(ctx);
       const records = ids('r', fixture.recordsForSeveralChunks);
       const committables = await prepared(w, 1, records);
@@ -120,7 +121,7 @@ export function runTwoPhaseCommitSinkContract<T, C>(name: string, createFixture:
       await first.commit(committables);
       await first.commit(committables);
       // A later attempt restored from checkpoint 1 commits its committables again, through a new sink object.
-      const later = sinkContext(0, 'attempt-2');
+      const later = sinkContext(0, 2);
       const again = await committer(later);
       await fixture.sink().cleanUpDangling(later, committables);
       await again.commit(throughCheckpoint(committables));
@@ -130,7 +131,7 @@ export function runTwoPhaseCommitSinkContract<T, C>(name: string, createFixture:
     });
 
     it('finishes a commit that crashed between its chunks when it is committed again: every record exactly once', async () => {
-      const ctx = sinkContext(0, 'attempt-1');
+      const ctx = sinkContext(0, 1);
       const w = await writer(ctx);
       const records = ids('big', fixture.recordsForSeveralChunks);
       const committables = await prepared(w, 1, records);
@@ -140,7 +141,7 @@ export function runTwoPhaseCommitSinkContract<T, C>(name: string, createFixture:
       expect(partly.length).toBeGreaterThan(0); // the crash came between chunks: some are applied, not all
       expect(partly.length).toBeLessThan(records.length);
       fixture.recover();
-      const restored = sinkContext(0, 'attempt-2');
+      const restored = sinkContext(0, 2);
       await fixture.sink().cleanUpDangling(restored, committables);
       await (await committer(restored)).commit(throughCheckpoint(committables));
       expect(await fixture.visible()).toEqual(sorted(records));
@@ -148,30 +149,30 @@ export function runTwoPhaseCommitSinkContract<T, C>(name: string, createFixture:
 
     it('finishes it too when the re-commit crashes again part-way and a third attempt commits', async () => {
       const records = ids('big', fixture.recordsForSeveralChunks);
-      const committables = await prepared(await writer(sinkContext(0, 'attempt-1')), 1, records);
+      const committables = await prepared(await writer(sinkContext(0, 1)), 1, records);
       fixture.crashAfterChunks(1);
-      await expect((await committer(sinkContext(0, 'attempt-1'))).commit(committables)).rejects.toThrow();
+      await expect((await committer(sinkContext(0, 1))).commit(committables)).rejects.toThrow();
       fixture.recover();
       fixture.crashAfterChunks(1);
-      await expect((await committer(sinkContext(0, 'attempt-2'))).commit(throughCheckpoint(committables))).rejects.toThrow();
+      await expect((await committer(sinkContext(0, 2))).commit(throughCheckpoint(committables))).rejects.toThrow();
       fixture.recover();
-      await (await committer(sinkContext(0, 'attempt-3'))).commit(throughCheckpoint(committables));
+      await (await committer(sinkContext(0, 3))).commit(throughCheckpoint(committables));
       expect(await fixture.visible()).toEqual(sorted(records));
     });
 
     it('never shows what a crashed attempt left uncommitted, and cleans it up once the next attempt has a checkpoint', async () => {
       // Attempt 1: subtask 0 pre-committed checkpoint 1 (which never completed) and has a transaction open; subtask 1
       // has only an open transaction. Then the process dies.
-      const crashed0 = await writer(sinkContext(0, 'attempt-1'));
+      const crashed0 = await writer(sinkContext(0, 1));
       await prepared(crashed0, 1, ids('lost-pending', 20));
       const afterPreCommit = await fixture.leftovers();
       // Open transactions smaller than a chunk (a part file rolled over would wait as pending, like a pre-commit).
       await write(crashed0, ids('lost-open', 5));
-      const crashed1 = await writer(sinkContext(1, 'attempt-1'));
+      const crashed1 = await writer(sinkContext(1, 1));
       await write(crashed1, ids('lost-open-1', 5));
       for (const w of open.splice(0)) await w.close?.();
       // Attempt 2 starts fresh (no checkpoint completed): nothing to keep, the records are replayed.
-      const contexts = [sinkContext(0, 'attempt-2'), sinkContext(1, 'attempt-2')];
+      const contexts = [sinkContext(0, 2), sinkContext(1, 2)];
       for (const ctx of contexts) await fixture.sink().cleanUpDangling(ctx, []);
       // Open transactions were never pre-committed, so no checkpoint can hold them: clean-up removes them at once.
       // Pre-committed ones may be in another subtask's share of a checkpoint and may stay until one completes.
@@ -192,12 +193,12 @@ export function runTwoPhaseCommitSinkContract<T, C>(name: string, createFixture:
       // Attempt 1: checkpoint 1 completed (both subtasks pre-committed), then the process died before committing.
       const shares = [0, 1].map((subtask) => ids(`restored-${subtask}`, 20));
       const committed: C[][] = [];
-      for (const subtask of [0, 1]) committed.push(await prepared(await writer(sinkContext(subtask, 'attempt-1')), 1, shares[subtask] as string[]));
+      for (const subtask of [0, 1]) committed.push(await prepared(await writer(sinkContext(subtask, 1)), 1, shares[subtask] as string[]));
       for (const w of open.splice(0)) await w.close?.();
       // Attempt 2, restored at parallelism 2: each subtask cleans up (knowing only its own share), then commits it.
       // Subtask 0 runs ahead: it cleans up and commits before subtask 1 has even started.
-      const ctx0 = sinkContext(0, 'attempt-2');
-      const ctx1 = sinkContext(1, 'attempt-2');
+      const ctx0 = sinkContext(0, 2);
+      const ctx1 = sinkContext(1, 2);
       await fixture.sink().cleanUpDangling(ctx0, throughCheckpoint(committed[0] as C[]));
       await (await committer(ctx0)).commit(throughCheckpoint(committed[0] as C[]));
       await fixture.sink().cleanUpDangling(ctx1, throughCheckpoint(committed[1] as C[]));
@@ -206,8 +207,8 @@ export function runTwoPhaseCommitSinkContract<T, C>(name: string, createFixture:
     });
 
     it("never touches the current attempt's open transactions when another subtask cleans up", async () => {
-      const ctx0 = sinkContext(0, 'attempt-2');
-      const ctx1 = sinkContext(1, 'attempt-2');
+      const ctx0 = sinkContext(0, 2);
+      const ctx1 = sinkContext(1, 2);
       const w1 = await writer(ctx1);
       await write(w1, ids('current-1', 20)); // subtask 1 started first and is writing
       await fixture.sink().cleanUpDangling(ctx0, []);
@@ -219,7 +220,7 @@ export function runTwoPhaseCommitSinkContract<T, C>(name: string, createFixture:
     it('commits the transactions of several subtasks independently, each record once', async () => {
       const results = await Promise.all(
         [0, 1, 2].map(async (subtask) => {
-          const ctx = sinkContext(subtask, 'attempt-1', 3);
+          const ctx = sinkContext(subtask, 1, 3);
           const w = await writer(ctx);
           const c = await committer(ctx);
           const recordIds = ids(`s${subtask}`, 30);

@@ -1,3 +1,4 @@
+import { fencingTag } from '../../lib/core/index.ts';
 import type { TwoPhaseCommitSink } from '../../lib/connectors/sink.ts';
 
 /**
@@ -15,7 +16,7 @@ export function committingSink<T>(committed: Map<string, T[]>): TwoPhaseCommitSi
           open.push(...batch.values);
         },
         prepareCommit(checkpointId) {
-          const txn = { id: `${ctx.attempt}/${ctx.subtask}/${checkpointId}`, rows: open };
+          const txn = { id: `${ctx.fencing === undefined ? 'none' : fencingTag(ctx.fencing)}/${ctx.subtask}/${checkpointId}`, rows: open };
           open = [];
           return txn.rows.length > 0 ? [txn] : [];
         },

@@ -175,7 +175,7 @@ export class OperatorTestHarness<IN, OUT> {
       keyedState: this.backend,
       timers: this.timers,
       checkpointing: false,
-    attempt: 'test',
+    fencing: { attempt: 0, epoch: 0 },
     currentWatermark: () => this.watermark,
       requestProcessingTimeWakeup: (time: number) => this.requestWakeup(time),
     };

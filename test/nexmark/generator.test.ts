@@ -12,7 +12,7 @@ const readerContext = (subtask: number, parallelism: number) => ({
   parallelism,
   clock: systemClock,
   signal: new AbortController().signal,
-  attempt: 'test',
+  fencing: { attempt: 0, epoch: 0 },
   checkpointing: false,
 });
 

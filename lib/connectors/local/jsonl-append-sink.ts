@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { ConfigError } from '../../core/index.ts';
@@ -6,7 +7,7 @@ import type { Committer, SinkContext, TwoPhaseCommitSink, TwoPhaseCommitSinkWrit
 import { assertAppendCommittable, checkAppendTarget, commitAppend, segmentPath, type AppendCommittable, type AppendOwnerRecord } from './append-file-commit.ts';
 import { checkOutputFile } from './output-file-checks.ts';
 import { readOwnerRecord } from './output-owner.ts';
-import { writerAttempt } from './part-file-names.ts';
+import { attemptTag, writerAttempt } from './part-file-names.ts';
 
 export interface JsonlAppendSinkOptions<T> {
   /** The JSONL file that receives the records; its directory is created if missing. */
@@ -55,8 +56,9 @@ export function jsonlAppendSink<T>(options: JsonlAppendSinkOptions<T>): JsonlApp
     twoPhaseCommit: true,
     createWriter(ctx: SinkContext): AppendWriter<T> {
       if (ctx.parallelism !== 1) throw new ConfigError(`${ctx.operatorName}: ${label} is one file; give its sink parallelism 1, got ${ctx.parallelism}`);
-      const attempt = writerAttempt(ctx.attempt);
-      owner ??= attempt;
+      const attempt = writerAttempt(ctx.fencing);
+      // The owner names the job that writes the file, not an attempt: unique, unlike a token's epoch across jobs.
+      owner ??= randomUUID();
       try {
         mkdirSync(dirname(target), { recursive: true });
       } catch (err) {
@@ -86,9 +88,10 @@ export function jsonlAppendSink<T>(options: JsonlAppendSinkOptions<T>): JsonlApp
       };
     },
     cleanUpDangling(ctx: SinkContext): void {
-      if (ctx.attempt === undefined) throw new ConfigError('JSONL append sink: cleanUpDangling needs SinkContext.attempt');
+      const attempt = attemptTag(ctx.fencing);
+      if (attempt === undefined) throw new ConfigError('JSONL append sink: cleanUpDangling needs SinkContext.fencing');
       // One writer (parallelism 1) and the restored segments are committed: any other attempt's segment is garbage.
-      deleteOtherSegments(target, ctx.attempt);
+      deleteOtherSegments(target, attempt);
     },
   };
 }

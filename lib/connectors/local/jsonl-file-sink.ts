@@ -7,7 +7,7 @@ import { JsonlFileWriter } from './jsonl-file-writer.ts';
 import type { PartFileCommittable } from './part-file.ts';
 import { checkOutputDirectory } from './output-file-checks.ts';
 import { cleanUpInProgressLeftovers } from './part-file-cleanup.ts';
-import { checkedAttempt, writerAttempt } from './part-file-names.ts';
+import { attemptTag, writerAttempt } from './part-file-names.ts';
 
 export interface JsonlFileSinkOptions<T> {
   /** Output directory; created if missing. */
@@ -81,16 +81,17 @@ export function jsonlFileSink<T>(options: JsonlFileSinkOptions<T>): JsonlFileSin
       }
       const operator = ctx.operatorName;
       const format = options.format ?? ((value: T) => finiteJson(value, operator));
-      return new JsonlFileWriter({ ...config, format }, ctx.subtask, writerAttempt(ctx.attempt), ctx.checkpointing !== false);
+      return new JsonlFileWriter({ ...config, format }, ctx.subtask, writerAttempt(ctx.fencing), ctx.checkpointing !== false);
     },
     createCommitter(ctx: SinkContext): Committer<PartFileCommittable> {
-      return new JsonlFileCommitter(dir, prefix, ctx.attempt === undefined ? undefined : checkedAttempt(ctx.attempt));
+      return new JsonlFileCommitter(dir, prefix, attemptTag(ctx.fencing));
     },
     // `keep` is not needed: what it lists is pending, and only in-progress files are deleted here.
     async cleanUpDangling(ctx: SinkContext): Promise<void> {
       // Without the run's attempt, files of this run's other writers would look like leftovers.
-      if (ctx.attempt === undefined) throw new ConfigError('JSONL file sink: cleanUpDangling needs SinkContext.attempt');
-      await cleanUpInProgressLeftovers(dir, prefix, checkedAttempt(ctx.attempt));
+      const attempt = attemptTag(ctx.fencing);
+      if (attempt === undefined) throw new ConfigError('JSONL file sink: cleanUpDangling needs SinkContext.fencing');
+      await cleanUpInProgressLeftovers(dir, prefix, attempt);
     },
   };
 }

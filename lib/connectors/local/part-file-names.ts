@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError } from '../../core/index.ts';
+import { fencingTag, type FencingToken } from '../../core/index.ts';
 
 /**
  * Names of part files. Final: `<prefix>-<subtask>-<n>.jsonl`, the only names readers look at. Hidden while being
@@ -23,18 +23,18 @@ export interface HiddenPartFile {
   readonly kind: 'inprogress' | 'pending';
 }
 
-const ATTEMPT_PATTERN = /^[A-Za-z0-9_-]{1,100}$/;
-
-/** The attempt a writer names its files with: the run's, or a random one when the runtime gives none. */
-export function writerAttempt(attempt: string | undefined): string {
-  return attempt === undefined ? randomBytes(8).toString('hex') : checkedAttempt(attempt);
+/**
+ * The attempt part of hidden file names: `fencingTag` of the attempt's token (`e<epoch>-a<attempt>`, unique per
+ * attempt since epochs only grow). Names from before tokens carried a random id there; they still parse as another
+ * attempt's, so their leftovers are cleaned up as before.
+ */
+export function attemptTag(fencing: FencingToken | undefined): string | undefined {
+  return fencing === undefined ? undefined : fencingTag(fencing);
 }
 
-export function checkedAttempt(attempt: string): string {
-  if (!ATTEMPT_PATTERN.test(attempt)) {
-    throw new ConfigError(`JSONL file sink: SinkContext.attempt "${attempt}" must match [A-Za-z0-9_-]{1,100} (it is part of file names)`);
-  }
-  return attempt;
+/** The attempt a writer names its files with: the run's, or a random one when the runtime gives none. */
+export function writerAttempt(fencing: FencingToken | undefined): string {
+  return attemptTag(fencing) ?? randomBytes(8).toString('hex');
 }
 
 export function partFilePaths(dir: string, prefix: string, subtask: number, n: number, attempt: string): PartFilePaths {

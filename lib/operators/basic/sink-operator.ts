@@ -45,7 +45,7 @@ export class SinkOperator<T> implements Operator<T, never> {
       subtask: ctx.subtask,
       parallelism: ctx.parallelism,
       operatorName: this.name,
-      attempt: ctx.attempt,
+      fencing: ctx.fencing,
       checkpointing: ctx.checkpointing,
     };
     if (isTwoPhaseCommitSink(this.sink)) {

@@ -46,7 +46,7 @@ export class CheckpointHub implements CheckpointParticipant {
         const { snapshot: complete, sharedFiles } = await completeKeyedSnapshots(snapshot, this.storage.sharedState);
         const data = encodeTaskSnapshot(complete, { sizeHint: this.lastBytes.get(name) });
         this.lastBytes.set(name, data.byteLength);
-        const written = await this.storage.writeTaskState(checkpointId, name, data);
+        const written = await this.storage.writeTaskState(checkpointId, name, data, this.token);
         crashPoint('after-task-state-written');
         this.link.ack(checkpointId, {
           task,

@@ -1,5 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
-import type { BarrierElement } from '../../core/index.ts';
+import type { BarrierElement, FencingToken } from '../../core/index.ts';
 import type { JobOptions } from '../../api/job-options.ts';
 import type { SourceSplit } from '../../connectors/source.ts';
 import type { CheckpointMetadata, TaskId, TaskStateHandle } from '../../checkpoint/types.ts';
@@ -13,8 +13,8 @@ export interface WorkerInit {
   readonly flags: Record<string, unknown>;
   readonly jobOptions: JobOptions;
   readonly thread: number;
-  /** Identifies this run of the job, the same in every thread. */
-  readonly attempt: string;
+  /** The fencing token of this attempt, the same in every thread. */
+  readonly fencing: FencingToken;
   readonly fingerprint: string;
   readonly splits: [number, SourceSplit[]][];
   readonly ports: Record<string, MessagePort>;
@@ -33,8 +33,9 @@ export interface WorkerInit {
 export type WorkerMessage =
   | { readonly type: 'done'; readonly metrics: TaskMetrics[] }
   | { readonly type: 'failed'; readonly error: SerializedError }
-  | { readonly type: 'ack'; readonly checkpointId: number; readonly handle: TaskStateHandle }
-  | { readonly type: 'decline'; readonly checkpointId: number; readonly task: TaskId; readonly reason: string }
+  /** Acks and declines carry the sender's token: the coordinating thread refuses one from an older attempt. */
+  | { readonly type: 'ack'; readonly checkpointId: number; readonly handle: TaskStateHandle; readonly fencing: FencingToken }
+  | { readonly type: 'decline'; readonly checkpointId: number; readonly task: TaskId; readonly reason: string; readonly fencing: FencingToken }
   | { readonly type: 'sourceFinished'; readonly task: TaskId }
   /** Every task of the thread ran its completion hooks (sink commits) for `checkpointId`. */
   | { readonly type: 'notified'; readonly checkpointId: number }

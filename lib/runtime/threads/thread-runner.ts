@@ -1,8 +1,7 @@
 import { operatorStateRecords } from '../../graph/operator-records.ts';
-import { randomUUID } from 'node:crypto';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
-import { JobFailedError } from '../../core/index.ts';
+import { assertNotFenced, JobFailedError, type FencingToken } from '../../core/index.ts';
 import type { JobOptions } from '../../api/job-options.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
 import { buildPhysicalPlan, type PhysicalPlan } from '../../graph/physical-plan.ts';
@@ -27,7 +26,6 @@ import {
 } from '../checkpointing/prepare-checkpointing.ts';
 import { EmbeddedCheckpointDriver } from '../checkpointing/embedded-driver.ts';
 import type { CheckpointDriver } from '../checkpointing/checkpoint-driver.ts';
-import { nextFencingToken, type FencingToken } from '../../core/fencing.ts';
 import { allTasks, runAttempts, sourceTasks } from '../checkpointing/attempts.ts';
 import { writeRestoreMarker } from '../checkpointing/restore-marker.ts';
 import { markerAfterStop } from '../../checkpoint/restore-plan.ts';
@@ -41,6 +39,7 @@ import { AlignmentGroups, alignmentMembers } from '../alignment/alignment-groups
 import { compileStateBackendConfig, type StateBackendConfig } from '../state-backend-config.ts';
 import { lockJobFolders } from '../job-folder-locks.ts';
 import { registeredStorageSchemes } from '../../storage/storage-locations.ts';
+import { highestRecordedEpoch, issueFencingToken } from '../fencing-epochs.ts';
 
 export interface ThreadedRunOptions {
   /** Path of the job module (its default export is a defineJob(...) job). */
@@ -78,6 +77,8 @@ interface AttemptSetup {
   readonly broadcast: { send: (message: CoordinatorMessage) => void };
   readonly job: ThreadedJob;
   readonly restoredFrom: string | undefined;
+  /** The token of this attempt, given to every worker thread. */
+  readonly fencing: FencingToken;
 }
 
 interface AttemptOutcome {
@@ -138,7 +139,7 @@ async function runLocked(
   try {
     const outcome =
       config === undefined || prepared === undefined
-        ? await runAttempt({ options, plan, splits, restoreFrom: undefined, restoreDir: undefined, driver: undefined, broadcast: { send() {} }, job, restoredFrom: undefined })
+        ? await runAttempt({ options, plan, splits, restoreFrom: undefined, restoreDir: undefined, driver: undefined, broadcast: { send() {} }, job, restoredFrom: undefined, fencing: issueFencingToken(undefined) })
         : await runWithCheckpoints(options, config, prepared, plan, splits, job, log);
     job.ended(outcome.metrics, outcome.savepoint);
     const result = summarize(started, outcome.metrics);
@@ -168,9 +169,10 @@ function runWithCheckpoints(
     attempt: async (restoreFrom) => {
       const restoredFrom = restoreFrom === undefined ? undefined : restoredFromLine(prepared, restoreFrom);
       if (restoredFrom !== undefined) log(restoredFrom);
+      // Epochs only grow: a restart goes one above the previous attempt, the first attempt above what storage records.
+      fencing = issueFencingToken(fencing, fencing === undefined ? await highestRecordedEpoch(prepared.storage, prepared.external?.metadata) : -1);
+      await prepared.storage.fence(fencing);
       const broadcast = { send: (_message: CoordinatorMessage) => {} };
-      // Each attempt fences the ones before it, and a new run those that wrote the checkpoint it restores.
-      fencing = nextFencingToken(fencing, prepared.latest?.fencing?.epoch);
       const driver: CheckpointDriver = new EmbeddedCheckpointDriver({
         fencing,
         options: config,
@@ -195,7 +197,7 @@ function runWithCheckpoints(
       previous = driver;
       const restoreDir = restoreFrom !== undefined && restoreFrom === prepared.external?.metadata ? prepared.external.dir : undefined;
       try {
-        return await runAttempt({ options, plan, splits, restoreFrom, restoreDir, driver, broadcast, job, restoredFrom });
+        return await runAttempt({ options, plan, splits, restoreFrom, restoreDir, driver, broadcast, job, restoredFrom, fencing });
       } catch (err) {
         job.attemptFailed();
         throw err;
@@ -220,7 +222,6 @@ async function runAttempt(setup: AttemptSetup): Promise<AttemptOutcome> {
     portsOf[ch.producer]![ch.key] = port1;
     portsOf[ch.consumer]![ch.key] = port2;
   }
-  const attempt = randomUUID();
   const workers: Worker[] = [];
   setup.broadcast.send = (message) => {
     for (const w of workers) w.postMessage(message);
@@ -237,7 +238,7 @@ async function runAttempt(setup: AttemptSetup): Promise<AttemptOutcome> {
       flags: options.flags,
       jobOptions: options.jobOptions,
       thread,
-      attempt,
+      fencing: setup.fencing,
       fingerprint: plan.fingerprint,
       splits: [...setup.splits.entries()],
       ports: portsOf[thread]!,
@@ -257,6 +258,16 @@ async function runAttempt(setup: AttemptSetup): Promise<AttemptOutcome> {
     return new Promise<TaskMetrics[]>((resolve, reject) => {
       let settled = false;
       worker.on('message', (message: WorkerMessage) => {
+        if (message.type === 'ack' || message.type === 'decline') {
+          // Only this attempt's workers hold this port; a stale token here means a thread runs with the wrong one.
+          try {
+            assertNotFenced('checkpoint coordinator', setup.fencing, message.fencing);
+          } catch (err) {
+            settled = true;
+            reject(err);
+            return;
+          }
+        }
         switch (message.type) {
           case 'done':
             settled = true;
@@ -268,10 +279,10 @@ async function runAttempt(setup: AttemptSetup): Promise<AttemptOutcome> {
             reject(new RemoteTaskError(message.error));
             break;
           case 'ack':
-            driver?.ack(message.checkpointId, message.handle);
+            driver?.ack(message.checkpointId, message.handle, message.fencing);
             break;
           case 'decline':
-            driver?.decline(message.checkpointId, message.task, message.reason);
+            driver?.decline(message.checkpointId, message.task, message.reason, message.fencing);
             break;
           case 'sourceFinished':
             driver?.sourceFinished(message.task);

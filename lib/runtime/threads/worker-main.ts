@@ -48,10 +48,10 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
     registerStorageSchemes(init.storageSchemes);
     const storage = await openCheckpointStorage(init.checkpointDir);
     const hub = new CheckpointHub(storage, {
-      ack: (checkpointId, handle) => post({ type: 'ack', checkpointId, handle }),
-      decline: (checkpointId, task, reason) => post({ type: 'decline', checkpointId, task, reason }),
+      ack: (checkpointId, handle) => post({ type: 'ack', checkpointId, handle, fencing: init.fencing }),
+      decline: (checkpointId, task, reason) => post({ type: 'decline', checkpointId, task, reason, fencing: init.fencing }),
       sourceFinished: (task) => post({ type: 'sourceFinished', task }),
-    });
+    }, init.fencing);
     hub.onComplete((id) => {
       // The coordinating thread learns when the sinks committed (a stop-with-savepoint ends the job only then).
       void Promise.all(tasks.map((t) => t.notifyCheckpointComplete(id))).then(() => post({ type: 'notified', checkpointId: id }));
@@ -81,7 +81,7 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
     services: await createStateServices(init.stateBackend, jobKeyOf(plan.fingerprint)),
     clock: systemClock,
     checkpoints,
-    attempt: init.attempt,
+    fencing: init.fencing,
     restored,
     alignment,
   });

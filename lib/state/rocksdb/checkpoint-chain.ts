@@ -4,8 +4,8 @@ import type { StateFileKind } from '../files/state-file-format.ts';
 export interface ChainFile {
   readonly ref: SharedStateFileRef;
   readonly kind: StateFileKind;
-  /** Every overflow epoch up to this one is contained in the chain up to and including this file. */
-  readonly throughEpoch: number;
+  /** Every overflow generation up to this one is contained in the chain up to and including this file. */
+  readonly throughGeneration: number;
 }
 
 export interface MaterializationLimits {
@@ -23,7 +23,7 @@ export function sameStore(a: SharedStateStore | undefined, b: SharedStateStore |
 /**
  * The files the next checkpoint lists: the last materialisation (or the first segment written from empty state,
  * which holds the same) followed by the changelog segments written since, oldest first. Applied in order they give the state up to
- * `coveredEpoch`; the next segment starts after it.
+ * `coveredGeneration`; the next segment starts after it.
  */
 export class CheckpointChain {
   private files: ChainFile[] = [];
@@ -32,24 +32,24 @@ export class CheckpointChain {
   private confirmed = true;
   /** The files hold this backend's whole state; false after restoring several handles or another key-group range. */
   private whole = true;
-  coveredEpoch: number;
+  coveredGeneration: number;
 
-  constructor(coveredEpoch = -1) {
-    this.coveredEpoch = coveredEpoch;
+  constructor(coveredGeneration = -1) {
+    this.coveredGeneration = coveredGeneration;
   }
 
   /** Continues a restored checkpoint's files (single handle, same key-group range). */
-  static restored(files: readonly SharedStateFileRef[], store: SharedStateStore | undefined, coveredEpoch: number): CheckpointChain {
-    const chain = new CheckpointChain(coveredEpoch);
-    chain.files = files.map((ref, i) => ({ ref, kind: i === 0 ? 'full' : 'changes', throughEpoch: coveredEpoch }));
+  static restored(files: readonly SharedStateFileRef[], store: SharedStateStore | undefined, coveredGeneration: number): CheckpointChain {
+    const chain = new CheckpointChain(coveredGeneration);
+    chain.files = files.map((ref, i) => ({ ref, kind: i === 0 ? 'full' : 'changes', throughGeneration: coveredGeneration }));
     chain.store = store;
     chain.confirmed = false;
     return chain;
   }
 
   /** The state came from elsewhere (rescaling, plain snapshots): the next checkpoint writes a full copy. */
-  static partial(coveredEpoch: number): CheckpointChain {
-    const chain = new CheckpointChain(coveredEpoch);
+  static partial(coveredGeneration: number): CheckpointChain {
+    const chain = new CheckpointChain(coveredGeneration);
     chain.whole = false;
     return chain;
   }
@@ -68,29 +68,29 @@ export class CheckpointChain {
     return !this.whole || (this.files.length > 0 && !this.confirmed);
   }
 
-  appendChanges(ref: SharedStateFileRef, throughEpoch: number, store: SharedStateStore): void {
+  appendChanges(ref: SharedStateFileRef, throughGeneration: number, store: SharedStateStore): void {
     // The first segment of a chain that started from empty state holds every key with state: it is the chain's
     // materialisation (no second full copy of the same state is written in the background).
-    this.files.push({ ref, kind: this.files.length === 0 ? 'full' : 'changes', throughEpoch });
+    this.files.push({ ref, kind: this.files.length === 0 ? 'full' : 'changes', throughGeneration });
     this.store = store;
     this.confirmed = true;
-    this.coveredEpoch = throughEpoch;
+    this.coveredGeneration = throughGeneration;
   }
 
-  /** Nothing changed since the last file: the chain covers more epochs without a new file. */
-  advance(throughEpoch: number, store: SharedStateStore): void {
+  /** Nothing changed since the last file: the chain covers more generations without a new file. */
+  advance(throughGeneration: number, store: SharedStateStore): void {
     if (this.files.length > 0) this.confirmed = true;
     this.store ??= store;
-    this.coveredEpoch = Math.max(this.coveredEpoch, throughEpoch);
+    this.coveredGeneration = Math.max(this.coveredGeneration, throughGeneration);
   }
 
   /** A full materialisation replaces the segments it contains. */
-  adoptFull(ref: SharedStateFileRef, throughEpoch: number, store: SharedStateStore): void {
-    this.files = [{ ref, kind: 'full', throughEpoch }, ...this.files.filter((f) => f.kind === 'changes' && f.throughEpoch > throughEpoch)];
+  adoptFull(ref: SharedStateFileRef, throughGeneration: number, store: SharedStateStore): void {
+    this.files = [{ ref, kind: 'full', throughGeneration }, ...this.files.filter((f) => f.kind === 'changes' && f.throughGeneration > throughGeneration)];
     this.store = store;
     this.confirmed = true;
     this.whole = true;
-    this.coveredEpoch = Math.max(this.coveredEpoch, throughEpoch);
+    this.coveredGeneration = Math.max(this.coveredGeneration, throughGeneration);
   }
 
   /** Whether the changelog since the last materialisation is long enough to write a new one. */

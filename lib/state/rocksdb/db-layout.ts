@@ -7,7 +7,7 @@ import { StoredStateCorruptError } from '../files/state-errors.ts';
  * The backend's RocksDB key space, by first byte:
  *   0x00-0x7f  main area      keyGroup u16 | key bytes          -> row (all state of the key)
  *   0xfd       timer index    0xfd | domain | timestamp | ... -> see timer-index.ts (not state: rebuilt on restore)
- *   0xfe       overflow area  0xfe | epoch u32 | keyGroup | key -> row, or empty = the key has no state
+ *   0xfe       overflow area  0xfe | generation u32 | keyGroup | key -> row, or empty = the key has no state
  *   0xff       metadata       0xff 'S' id u16 -> state name;  0xff 'K' checkpoint -> recovery marker
  * Key groups are below 32768, so the main area ends before 0x80 and one key-group range is one contiguous scan.
  * How the areas implement incremental checkpoints and local recovery: docs/state.md.
@@ -20,15 +20,15 @@ const META_PREFIX = 0xff;
 const STATE_NAME = 0x53;
 const MARKER = 0x4b;
 
-export function overflowKey(epoch: number, groupKey: Uint8Array): Bytes {
+export function overflowKey(generation: number, groupKey: Uint8Array): Bytes {
   const out = Buffer.allocUnsafe(OVERFLOW_HEADER_BYTES + groupKey.length);
   out[0] = OVERFLOW_PREFIX;
-  out.writeUInt32BE(epoch, 1);
+  out.writeUInt32BE(generation, 1);
   out.set(groupKey, OVERFLOW_HEADER_BYTES);
   return out;
 }
 
-/** [gte, lt) of the overflow rows of epochs first..last. */
+/** [gte, lt) of the overflow rows of generations first..last. */
 export function overflowRange(first: number, last: number): [Bytes, Bytes] {
   const gte = Buffer.allocUnsafe(OVERFLOW_HEADER_BYTES);
   gte[0] = OVERFLOW_PREFIX;
@@ -44,7 +44,7 @@ export function overflowRange(first: number, last: number): [Bytes, Bytes] {
   return [gte, lt];
 }
 
-export function overflowEpoch(key: Uint8Array): number {
+export function overflowGeneration(key: Uint8Array): number {
   return Buffer.from(key.buffer, key.byteOffset, key.byteLength).readUInt32BE(1);
 }
 
@@ -82,12 +82,12 @@ export function markerRange(belowCheckpointId?: number): [Bytes, Bytes] {
 
 /**
  * Written in the same batch as the state of checkpoint `checkpointId` (the synchronous phase): the DB then holds
- * exactly that state in the main area plus overflow epochs up to `sealedEpoch`. `files` is added once the
+ * exactly that state in the main area plus overflow generations up to `sealedGeneration`. `files` is added once the
  * checkpoint's files are written, and is what a restore compares with the handle it is given.
  */
 export interface RecoveryMarker {
   readonly checkpointId: number;
-  readonly sealedEpoch: number;
+  readonly sealedGeneration: number;
   readonly keyGroupStart: number;
   readonly keyGroupEnd: number;
   readonly maxParallelism: number;
@@ -99,8 +99,17 @@ export interface RecoveryMarker {
 
 const markerPackr = new Packr({ useRecords: false });
 
+/**
+ * On disk the sealed generation keeps its original field name, `sealedEpoch` (generations were called overflow
+ * epochs before "epoch" came to mean fencing), so databases written before and after the rename read alike.
+ */
+interface StoredRecoveryMarker extends Omit<RecoveryMarker, 'sealedGeneration'> {
+  readonly sealedEpoch: number;
+}
+
 export function encodeMarker(marker: RecoveryMarker): Bytes {
-  return markerPackr.pack(marker);
+  const { sealedGeneration, ...rest } = marker;
+  return markerPackr.pack({ ...rest, sealedEpoch: sealedGeneration } satisfies StoredRecoveryMarker);
 }
 
 export function decodeMarker(bytes: Uint8Array, source: string): RecoveryMarker {
@@ -110,9 +119,10 @@ export function decodeMarker(bytes: Uint8Array, source: string): RecoveryMarker 
   } catch (cause) {
     throw new StoredStateCorruptError(source, 'a recovery marker cannot be decoded', cause);
   }
-  const m = value as Partial<RecoveryMarker> | null;
+  const m = value as Partial<StoredRecoveryMarker> | null;
   if (m === null || typeof m !== 'object' || !Number.isInteger(m.checkpointId) || !Number.isInteger(m.sealedEpoch)) {
     throw new StoredStateCorruptError(source, 'a recovery marker lacks checkpointId or sealedEpoch');
   }
-  return m as RecoveryMarker;
+  const { sealedEpoch, ...rest } = m as StoredRecoveryMarker;
+  return { ...rest, sealedGeneration: sealedEpoch };
 }

@@ -6,7 +6,7 @@ import { InternalError, type KeyGroupRange } from '../../core/index.ts';
 import type { FileKeyedStateSnapshot, PendingKeyedSnapshot, SharedStateFileRef, SharedStateStore } from '../backend.ts';
 import type { StateFileKind } from '../files/state-file-format.ts';
 import { CheckpointChain, sameStore, type MaterializationLimits } from './checkpoint-chain.ts';
-import type { EpochLog } from './epoch-log.ts';
+import type { GenerationLog } from './generation-log.ts';
 import type { MergedView } from './merged-view.ts';
 import type { RocksDbStateMetrics } from './rocksdb-metrics.ts';
 import { writeViewToFile, type TtlCut } from './snapshot-files.ts';
@@ -37,7 +37,7 @@ export type CheckpointTiming =
       /** A completion (the asynchronous phase) finished. */
       readonly event: 'completed';
       readonly checkpointId: number;
-      /** Waiting for the synchronous phase's rows to be written into the sealed epoch. */
+      /** Waiting for the synchronous phase's rows to be written into the sealed generation. */
       readonly flushWaitMs: number;
       readonly totalMs: number;
     };
@@ -48,7 +48,7 @@ const timings = channel(CHECKPOINT_TIMINGS_CHANNEL);
 export interface SealedSnapshot {
   readonly checkpointId: number;
   readonly savepoint: boolean;
-  readonly sealedEpoch: number;
+  readonly sealedGeneration: number;
   readonly ttl: TtlCut;
   /** Resolves once the rows the synchronous phase sealed are in the database, with the recovery marker. */
   readonly flushed: Promise<void>;
@@ -57,7 +57,7 @@ export interface SealedSnapshot {
 export interface CheckpointContext {
   /** The open database (waits for it to open). */
   database(): Promise<StateDb>;
-  readonly epochs: EpochLog;
+  readonly generations: GenerationLog;
   readonly registry: StateRegistry;
   readonly keyGroupRange: KeyGroupRange;
   readonly maxParallelism: number;
@@ -71,17 +71,17 @@ export interface CheckpointContext {
 
 /**
  * The asynchronous side of the RocksDB backend's checkpoints (design: docs/state.md):
- * - a checkpoint writes one changelog segment with the rows of the epochs sealed since the chain's last file
+ * - a checkpoint writes one changelog segment with the rows of the generations sealed since the chain's last file
  *   (none when nothing changed) and lists the chain: last materialisation + segments since;
  * - when the changelog outgrows the policy, a full materialisation of the same point runs in the background and
  *   a later checkpoint adopts it (checkpoint durations stay short whatever the state size);
  * - a savepoint, or a checkpoint whose store cannot hold references to the chain, writes a full file inline;
- * - once a checkpoint is complete, the epochs it covers are promoted into the main area.
+ * - once a checkpoint is complete, the generations it covers are promoted into the main area.
  * Completions run one at a time in the order they were started.
  */
 export class IncrementalCheckpoints {
   chain: CheckpointChain;
-  private base: { ref: SharedStateFileRef; throughEpoch: number; store: SharedStateStore } | undefined;
+  private base: { ref: SharedStateFileRef; throughGeneration: number; store: SharedStateStore } | undefined;
   private materializing: Promise<void> | undefined;
   private promoting: Promise<void> | undefined;
   private lastCompletion: Promise<unknown> = Promise.resolve();
@@ -91,7 +91,7 @@ export class IncrementalCheckpoints {
   lastBackgroundError: unknown;
 
   constructor(private readonly ctx: CheckpointContext) {
-    this.chain = new CheckpointChain(ctx.epochs.current - 1);
+    this.chain = new CheckpointChain(ctx.generations.current - 1);
   }
 
   pending(sealed: SealedSnapshot): PendingKeyedSnapshot {
@@ -115,26 +115,26 @@ export class IncrementalCheckpoints {
     };
   }
 
-  /** Checkpoint `checkpointId` is complete: its epochs can move into the main area. */
+  /** Checkpoint `checkpointId` is complete: its generations can move into the main area. */
   completed(checkpointId: number, sdb: StateDb | undefined): void {
-    if (!this.ctx.epochs.completed(checkpointId) || sdb === undefined) return;
+    if (!this.ctx.generations.completed(checkpointId) || sdb === undefined) return;
     const batch = sdb.db.batch();
     sdb.deleteMarkers(batch, checkpointId);
     batch.write();
     this.promote(sdb);
   }
 
-  /** Moves sealed epochs covered by a complete checkpoint and by the chain into the main area, in the background. */
+  /** Moves sealed generations covered by a complete checkpoint and by the chain into the main area, in the background. */
   promote(sdb: StateDb): void {
     if (this.promoting !== undefined) return;
-    const epochs = this.ctx.epochs;
-    const limit = (): number => Math.min(epochs.completedEpoch, this.chain.coveredEpoch);
-    if (epochs.promotable(limit()) === undefined) return;
+    const generations = this.ctx.generations;
+    const limit = (): number => Math.min(generations.completedGeneration, this.chain.coveredGeneration);
+    if (generations.promotable(limit()) === undefined) return;
     this.promoting = (async () => {
-      for (let e = epochs.promotable(limit()); e !== undefined && !this.ctx.isDisposed(); e = epochs.promotable(limit())) {
-        if (!epochs.isEmpty(e) && !(await sdb.promote(e, () => this.ctx.isDisposed(), this.pacer.pace))) return;
-        epochs.promoted(e);
-        this.ctx.metrics.promotedEpochs++;
+      for (let e = generations.promotable(limit()); e !== undefined && !this.ctx.isDisposed(); e = generations.promotable(limit())) {
+        if (!generations.isEmpty(e) && !(await sdb.promote(e, () => this.ctx.isDisposed(), this.pacer.pace))) return;
+        generations.promoted(e);
+        this.ctx.metrics.promotedGenerations++;
       }
     })()
       .catch((err: unknown) => this.failed(err))
@@ -164,27 +164,27 @@ export class IncrementalCheckpoints {
     await sealed.flushed;
     const flushWaitMs = performance.now() - started;
     const sdb = await this.ctx.database();
-    const epochs = this.ctx.epochs;
+    const generations = this.ctx.generations;
     let files: SharedStateFileRef[];
     if (sealed.savepoint) {
-      files = [await this.writeFile(sdb.view(epochs.epochsUpTo(sealed.sealedEpoch), true), 'full', sealed, store)];
+      files = [await this.writeFile(sdb.view(generations.generationsUpTo(sealed.sealedGeneration), true), 'full', sealed, store)];
     } else {
       const chain = this.chain;
-      if (sealed.sealedEpoch < chain.coveredEpoch) {
+      if (sealed.sealedGeneration < chain.coveredGeneration) {
         throw new InternalError(`the asynchronous phase of checkpoint ${sealed.checkpointId} ran after a later checkpoint's`);
       }
       if (chain.extendsInto(store)) {
-        const changed = epochs.epochsWithRows(chain.coveredEpoch + 1, sealed.sealedEpoch);
-        if (changed.length > 0) chain.appendChanges(await this.writeFile(sdb.view(changed, false), 'changes', sealed, store), sealed.sealedEpoch, store);
-        else chain.advance(sealed.sealedEpoch, store);
+        const changed = generations.generationsWithRows(chain.coveredGeneration + 1, sealed.sealedGeneration);
+        if (changed.length > 0) chain.appendChanges(await this.writeFile(sdb.view(changed, false), 'changes', sealed, store), sealed.sealedGeneration, store);
+        else chain.advance(sealed.sealedGeneration, store);
         const base = this.base;
         if (base !== undefined && sameStore(base.store, store)) {
-          chain.adoptFull(base.ref, base.throughEpoch, store);
+          chain.adoptFull(base.ref, base.throughGeneration, store);
           this.base = undefined;
         }
       } else {
-        const ref = await this.writeFile(sdb.view(epochs.epochsUpTo(sealed.sealedEpoch), true), 'full', sealed, store);
-        chain.adoptFull(ref, sealed.sealedEpoch, store);
+        const ref = await this.writeFile(sdb.view(generations.generationsUpTo(sealed.sealedGeneration), true), 'full', sealed, store);
+        chain.adoptFull(ref, sealed.sealedGeneration, store);
       }
       files = chain.refs();
       if (this.materializing === undefined && chain.dueForMaterialization(this.ctx.limits)) this.materialize(sdb, sealed, store);
@@ -206,11 +206,11 @@ export class IncrementalCheckpoints {
 
   /** Writes a full copy of the state at `sealed` in the background; a later checkpoint adopts it. */
   private materialize(sdb: StateDb, sealed: SealedSnapshot, store: SharedStateStore): void {
-    // The view is opened now, before any later checkpoint completes and promotes epochs past this one.
-    const view = sdb.view(this.ctx.epochs.epochsUpTo(sealed.sealedEpoch), true);
+    // The view is opened now, before any later checkpoint completes and promotes generations past this one.
+    const view = sdb.view(this.ctx.generations.generationsUpTo(sealed.sealedGeneration), true);
     this.materializing = this.writeFile(view, 'full', sealed, store, true)
       .then((ref) => {
-        this.base = { ref, throughEpoch: sealed.sealedEpoch, store };
+        this.base = { ref, throughGeneration: sealed.sealedGeneration, store };
       })
       .catch((err: unknown) => this.failed(err))
       .finally(() => {

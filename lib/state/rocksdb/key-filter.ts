@@ -1,6 +1,6 @@
 /**
  * Keys of the first filter segment; a full segment is followed by one twice as large, so a filter grows with its
- * epoch and a lookup probes few segments (log2 of the epoch's keys / this).
+ * generation and a lookup probes few segments (log2 of the generation's keys / this).
  */
 const FIRST_SEGMENT_KEYS = 1 << 16;
 /** 10 bits per key and 7 probes: about 1% false positives. */
@@ -55,8 +55,8 @@ class Segment {
 }
 
 /**
- * A Bloom filter of the keys written into one overflow epoch, so that a cache miss reads only the epochs that may
- * hold the key (usually none: just the main area). Heap: about 1.25 bytes per key written into a live epoch.
+ * A Bloom filter of the keys written into one overflow generation, so that a cache miss reads only the generations that may
+ * hold the key (usually none: just the main area). Heap: about 1.25 bytes per key written into a live generation.
  */
 export class KeyFilter {
   private readonly segments: Segment[] = [];

@@ -44,7 +44,7 @@ import {
   CachedValueState,
 } from './cached-handles.ts';
 import { CheckpointChain } from './checkpoint-chain.ts';
-import { EpochLog } from './epoch-log.ts';
+import { GenerationLog } from './generation-log.ts';
 import { IncrementalCheckpoints } from './incremental-checkpoints.ts';
 import { LocalStateDirs, scopeName, type RocksDbScope } from './local-dirs.ts';
 import { findRecoverableDb, removeUnlessOpen } from './local-recovery.ts';
@@ -72,8 +72,8 @@ export interface RocksDbKeyedStateBackendOptions extends KeyedStateBackendOption
  *
  * - All state of one key is one cached Row and one RocksDB value, keyed keyGroup | key, so one multi-get reads
  *   the misses of a whole input batch (`prefetch`) and a key-group range is one scan.
- * - Changed rows are written on eviction (to the current overflow epoch) and at every checkpoint's synchronous
- *   phase, which seals the epoch together with a recovery marker; files are written in the asynchronous phase
+ * - Changed rows are written on eviction (to the current overflow generation) and at every checkpoint's synchronous
+ *   phase, which seals the generation together with a recovery marker; files are written in the asynchronous phase
  *   (IncrementalCheckpoints): changelog segments plus periodic materialisations.
  * - Access is synchronous like the memory backend's: a key that was not prefetched is read with one synchronous
  *   multi-get (counted in `metrics.syncReads`), never guessed. The cache, reads and evictions are RowStore's.
@@ -98,7 +98,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, TimerRowAcce
   private readonly beforeOpen: ((sdb: StateDb) => void)[] = [];
   private readonly rows: RowStore;
   private readonly registry: StateRegistry;
-  private readonly epochs = new EpochLog();
+  private readonly generations = new GenerationLog();
   private readonly checkpoints: IncrementalCheckpoints;
   private fresh = true;
   private localIds = -1;
@@ -136,7 +136,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, TimerRowAcce
     const prefix = `ks-${options.scope === undefined ? 'unscoped' : scopeName(options.scope)}-${this.dirs.instanceId}`;
     this.checkpoints = new IncrementalCheckpoints({
       database: () => this.database(),
-      epochs: this.epochs,
+      generations: this.generations,
       registry: this.registry,
       keyGroupRange: this.keyGroupRange,
       maxParallelism,
@@ -151,7 +151,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, TimerRowAcce
       maxParallelism,
       cacheMaxKeys: this.options.cacheMaxKeys,
       registry: this.registry,
-      epochs: this.epochs,
+      generations: this.generations,
       counters: this.counters,
       db: () => this.sdb,
       source: () => this.dbDir,
@@ -300,35 +300,35 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, TimerRowAcce
   // ---- checkpoints -------------------------------------------------------------------------------------------
 
   /**
-   * The synchronous phase: writes every dirty cached row into the current epoch together with the recovery marker
-   * of `checkpointId` (one atomic batch) and seals the epoch. Returns the asynchronous rest, which writes the
+   * The synchronous phase: writes every dirty cached row into the current generation together with the recovery marker
+   * of `checkpointId` (one atomic batch) and seals the generation. Returns the asynchronous rest, which writes the
    * files (see IncrementalCheckpoints). Without an id (tests), a local negative id is used.
    */
   snapshot(checkpointId?: number, savepoint = false): PendingKeyedSnapshot {
     this.checkUsable();
     this.startedProcessing();
     const id = checkpointId ?? this.localIds--;
-    const epoch = this.epochs.current;
+    const generation = this.generations.current;
     // Copy-on-write: the dirty rows are only marked here; SealBatch writes them (as they are now) afterwards.
     const seal = new SealBatch(
-      epoch,
+      generation,
       (row) => encodeLiveRow(row, this.registry),
-      (sdb, batch, groupKey, bytes) => this.rows.putOverflow(sdb, batch, epoch, groupKey, bytes),
+      (sdb, batch, groupKey, bytes) => this.rows.putOverflow(sdb, batch, generation, groupKey, bytes),
     );
     this.rows.sealDirtyRows(seal);
     const timerCounts = this.timers.sealPoint(id);
     if (this.sdb !== undefined) this.timers.flushIndex(this.sdb);
     const marker = {
       checkpointId: id,
-      sealedEpoch: epoch,
+      sealedGeneration: generation,
       keyGroupStart: this.keyGroupRange.start,
       keyGroupEnd: this.keyGroupRange.end,
       maxParallelism: this.maxParallelism,
       entryCount: this.rows.dbEntries,
       timers: timerCounts,
     };
-    this.epochs.wrote(seal.size);
-    this.epochs.seal(id);
+    this.generations.wrote(seal.size);
+    this.generations.seal(id);
     // Seals are written in order: a marker may only claim a database that holds every earlier seal too.
     const flushed = this.flushing.then(async () => {
       const sdb = await this.database();
@@ -341,7 +341,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, TimerRowAcce
     return this.checkpoints.pending({
       checkpointId: id,
       savepoint,
-      sealedEpoch: epoch,
+      sealedGeneration: generation,
       ttl: { states: this.registry.ttlStates(), now: this.now() },
       flushed,
     });
@@ -361,7 +361,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, TimerRowAcce
   async restore(snapshots: readonly KeyedStateHandle[], store?: SharedStateStore): Promise<void> {
     this.checkUsable();
     for (const snapshot of snapshots) checkMaxParallelism(snapshot.maxParallelism, this.maxParallelism);
-    if (!this.fresh || this.rows.cache.size > 0 || this.epochs.hasRows()) {
+    if (!this.fresh || this.rows.cache.size > 0 || this.generations.hasRows()) {
       throw new InternalError('keyed state can only be restored into a backend that has not been used yet');
     }
     if (snapshots.length === 0) return;
@@ -464,18 +464,18 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, TimerRowAcce
     const { sdb, dir, marker } = found;
     for (const [id, name] of sdb.stateNames()) this.registry.load(id, name);
     for (const [id, name] of this.registry.dictionary()) this.persistName(sdb, id, name);
-    sdb.deleteOverflowFrom(marker.sealedEpoch + 1);
+    sdb.deleteOverflowFrom(marker.sealedGeneration + 1);
     const batch = sdb.db.batch();
     sdb.deleteMarkers(batch, undefined, handle.checkpointId);
     batch.write();
     this.sdb = sdb;
     this.dbDir = dir;
-    this.epochs.reset(marker.sealedEpoch + 1, sdb.overflowEpochs());
-    this.epochs.restored(handle.checkpointId, marker.sealedEpoch);
+    this.generations.reset(marker.sealedGeneration + 1, sdb.overflowGenerations());
+    this.generations.restored(handle.checkpointId, marker.sealedGeneration);
     this.rows.hasStored = true;
     this.rows.dbEntries = marker.entryCount;
     this.timers.restored(marker.timers);
-    this.checkpoints.chain = CheckpointChain.restored(handle.files, store, marker.sealedEpoch);
+    this.checkpoints.chain = CheckpointChain.restored(handle.files, store, marker.sealedGeneration);
     this.counters.localRecoveries++;
     this.releaseOtherCandidates(dir);
     await fresh.close();
@@ -499,13 +499,13 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, TimerRowAcce
     this.timers.restored(restorer.timerCounts);
     this.rows.hasStored = true;
     this.counters.fileRestores++;
-    const throughEpoch = this.epochs.current - 1;
+    const throughGeneration = this.generations.current - 1;
     if (exact !== undefined) {
       // The database now holds exactly this checkpoint: mark it, so a restart before the next one needs no download.
       const batch = sdb.db.batch();
       sdb.putMarker(batch, {
         checkpointId: exact.checkpointId,
-        sealedEpoch: throughEpoch,
+        sealedGeneration: throughGeneration,
         keyGroupStart: this.keyGroupRange.start,
         keyGroupEnd: this.keyGroupRange.end,
         maxParallelism: this.maxParallelism,
@@ -514,10 +514,10 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, TimerRowAcce
         files: exact.files,
       });
       batch.write();
-      this.epochs.restored(exact.checkpointId, throughEpoch);
-      this.checkpoints.chain = CheckpointChain.restored(exact.files, store, throughEpoch);
+      this.generations.restored(exact.checkpointId, throughGeneration);
+      this.checkpoints.chain = CheckpointChain.restored(exact.files, store, throughGeneration);
     } else {
-      this.checkpoints.chain = CheckpointChain.partial(throughEpoch);
+      this.checkpoints.chain = CheckpointChain.partial(throughGeneration);
     }
     this.releaseOtherCandidates(undefined);
   }

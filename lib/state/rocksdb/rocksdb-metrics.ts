@@ -18,8 +18,8 @@ export interface RocksDbStateMetrics {
   /** Restores that reused the local database, and restores that read state files or snapshots. */
   localRecoveries: number;
   fileRestores: number;
-  /** Sealed epochs moved into the main area. */
-  promotedEpochs: number;
+  /** Sealed generations moved into the main area. */
+  promotedGenerations: number;
   /** Background materialisations or promotions that failed (retried later; the error is in `lastBackgroundError`). */
   backgroundFailures: number;
 }
@@ -38,7 +38,7 @@ export function emptyMetrics(): RocksDbStateMetrics {
     fullBytes: 0,
     localRecoveries: 0,
     fileRestores: 0,
-    promotedEpochs: 0,
+    promotedGenerations: 0,
     backgroundFailures: 0,
   };
 }

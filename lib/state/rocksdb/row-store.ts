@@ -4,7 +4,7 @@ import { decodeRow } from '../files/row-codec.ts';
 import type { Namespace } from '../keyed-state.ts';
 import type { RocksBatch } from './binding.ts';
 import type { CurrentRow } from './cached-handles.ts';
-import type { EpochLog } from './epoch-log.ts';
+import type { GenerationLog } from './generation-log.ts';
 import { Row } from './row.ts';
 import { RowCache } from './row-cache.ts';
 import { decodeStoredRow, encodeLiveRow } from './row-forms.ts';
@@ -19,7 +19,7 @@ export interface RowStoreContext {
   readonly maxParallelism: number;
   readonly cacheMaxKeys: number;
   readonly registry: StateRegistry;
-  readonly epochs: EpochLog;
+  readonly generations: GenerationLog;
   readonly counters: RocksDbStateMetrics;
   /** The open database; undefined while it opens (or after dispose). */
   db(): StateDb | undefined;
@@ -33,7 +33,7 @@ export interface RowStoreContext {
 /**
  * The keys of a RocksDB backend as cached rows over the database: the current key, the bounded write-behind cache
  * (CLOCK), reads of misses (batched: one multi-get per prefetch, per timer round, or per rare unprefetched key),
- * eviction of dirty victims into the current overflow epoch, and the entry count of what the database holds.
+ * eviction of dirty victims into the current overflow generation, and the entry count of what the database holds.
  */
 export class RowStore implements CurrentRow {
   readonly cache = new RowCache();
@@ -78,7 +78,7 @@ export class RowStore implements CurrentRow {
     const groupKeys = rows.map((r) => r.groupKey());
     this.ctx.counters.prefetchReads++;
     this.ctx.counters.prefetchedKeys += rows.length;
-    return sdb.read(groupKeys, this.epochsFor).then((found) => {
+    return sdb.read(groupKeys, this.generationsFor).then((found) => {
       if (this.ctx.isDisposed()) return;
       for (let i = 0; i < rows.length; i++) {
         const row = rows[i] as Row;
@@ -113,7 +113,7 @@ export class RowStore implements CurrentRow {
       return;
     }
     this.ctx.counters.syncReads++;
-    const found = sdb.readSync(rows.map((r) => r.groupKey()), this.epochsFor);
+    const found = sdb.readSync(rows.map((r) => r.groupKey()), this.generationsFor);
     for (let i = 0; i < rows.length; i++) this.cache.insert(this.rowFrom(rows[i] as Row, found[i] as LookedUp));
   }
 
@@ -127,10 +127,10 @@ export class RowStore implements CurrentRow {
     this.ctx.counters.writtenRows += seal.size;
   }
 
-  /** Every overflow write goes here: the epoch's key filter learns the key, so reads look in that epoch for it. */
-  putOverflow(sdb: StateDb, batch: RocksBatch, epoch: number, groupKey: Bytes, bytes: Bytes | undefined): void {
-    sdb.putOverflow(batch, epoch, groupKey, bytes);
-    this.ctx.epochs.noteKey(epoch, groupKey);
+  /** Every overflow write goes here: the generation's key filter learns the key, so reads look in that generation for it. */
+  putOverflow(sdb: StateDb, batch: RocksBatch, generation: number, groupKey: Bytes, bytes: Bytes | undefined): void {
+    sdb.putOverflow(batch, generation, groupKey, bytes);
+    this.ctx.generations.noteKey(generation, groupKey);
   }
 
   entryCount(): number {
@@ -145,7 +145,7 @@ export class RowStore implements CurrentRow {
     for (const row of this.cache.values()) if (row.slot(id)?.has(namespace) === true) out.push(row.key);
     const sdb = this.ctx.db();
     if (sdb === undefined || !this.hasStored) return out;
-    const view = sdb.view(this.ctx.epochs.epochsUpTo(this.ctx.epochs.current), true);
+    const view = sdb.view(this.ctx.generations.generationsUpTo(this.ctx.generations.current), true);
     try {
       while (view.next()) {
         if (view.value.length === 0) continue;
@@ -198,7 +198,7 @@ export class RowStore implements CurrentRow {
     const sdb = this.ctx.db();
     if (sdb !== undefined && this.hasStored) {
       this.ctx.counters.syncReads++;
-      const [found] = sdb.readSync([row.groupKey()], this.epochsFor);
+      const [found] = sdb.readSync([row.groupKey()], this.generationsFor);
       row = this.rowFrom(row, found as LookedUp);
     }
     this.cache.insert(row);
@@ -224,7 +224,7 @@ export class RowStore implements CurrentRow {
     return row;
   }
 
-  private readonly epochsFor = (groupKey: Uint8Array, out: number[]): void => this.ctx.epochs.epochsFor(groupKey, out);
+  private readonly generationsFor = (groupKey: Uint8Array, out: number[]): void => this.ctx.generations.generationsFor(groupKey, out);
 
   /**
    * A dirty row is about to be written as it is now: it becomes clean and its entries count as stored. False when
@@ -240,28 +240,28 @@ export class RowStore implements CurrentRow {
     return true;
   }
 
-  /** Writes dirty victims to the current epoch and drops `count` rows from the cache (never the current one). */
+  /** Writes dirty victims to the current generation and drops `count` rows from the cache (never the current one). */
   private evict(count: number): void {
     const sdb = this.ctx.db();
     if (count <= 0 || sdb === undefined) return;
     const victims = this.cache.takeVictims(count, this.current);
-    const { counters, epochs, registry } = this.ctx;
+    const { counters, generations, registry } = this.ctx;
     counters.evictedKeys += victims.length;
-    const epoch = epochs.current;
+    const generation = generations.current;
     const batch = sdb.db.batch();
     let written = 0;
     for (const row of victims) {
-      // A checkpoint that has not written this row yet gets it now, into its own epoch.
+      // A checkpoint that has not written this row yet gets it now, into its own generation.
       const seal = row.pendingSeal;
-      if (seal !== undefined) this.putOverflow(sdb, batch, seal.epoch, row.groupKey(), seal.take(row));
+      if (seal !== undefined) this.putOverflow(sdb, batch, seal.generation, row.groupKey(), seal.take(row));
       if (!row.dirty || !this.settle(row)) continue;
-      this.putOverflow(sdb, batch, epoch, row.groupKey(), encodeLiveRow(row, registry));
+      this.putOverflow(sdb, batch, generation, row.groupKey(), encodeLiveRow(row, registry));
       written++;
     }
     batch.write();
     if (written === 0) return;
     this.hasStored = true;
     counters.writtenRows += written;
-    epochs.wrote(written);
+    generations.wrote(written);
   }
 }

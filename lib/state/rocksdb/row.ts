@@ -6,8 +6,8 @@ export { Slot };
 
 /** A checkpoint whose synchronous phase saw this row dirty and that has not written the row yet. */
 export interface PendingSeal {
-  /** The overflow epoch the checkpoint sealed: where the row as it saw it belongs. */
-  readonly epoch: number;
+  /** The overflow generation the checkpoint sealed: where the row as it saw it belongs. */
+  readonly generation: number;
   /** The row is about to change: encodes it as the checkpoint saw it, for the checkpoint to write, and lets go. */
   capture(row: Row): void;
   /** The row leaves the cache: returns it as the checkpoint saw it (undefined: no state) for the caller to write. */

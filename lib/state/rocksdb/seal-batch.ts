@@ -10,7 +10,7 @@ import type { StateDb } from './state-db.ts';
 const CHUNK_ROWS = 2000;
 
 /**
- * The rows a checkpoint's synchronous phase found dirty, written into its sealed epoch afterwards (copy-on-write):
+ * The rows a checkpoint's synchronous phase found dirty, written into its sealed generation afterwards (copy-on-write):
  * the synchronous phase only marks the rows, so it costs microseconds per dirty key rather than an encoding. A row
  * that is about to change first hands its sealed form to the batch (`capture`); one that leaves the cache is
  * written by the eviction itself (`take`). `flush` writes the rest in chunks and then the recovery marker, so the
@@ -21,7 +21,7 @@ export class SealBatch implements PendingSeal {
   private captured: [Bytes, Bytes | undefined][] = [];
 
   constructor(
-    readonly epoch: number,
+    readonly generation: number,
     private readonly encode: (row: Row) => Bytes | undefined,
     private readonly put: (sdb: StateDb, batch: RocksBatch, groupKey: Bytes, row: Bytes | undefined) => void,
   ) {}

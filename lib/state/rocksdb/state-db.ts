@@ -10,7 +10,7 @@ import {
   encodeMarker,
   markerKey,
   markerRange,
-  overflowEpoch,
+  overflowGeneration,
   overflowKey,
   overflowRange,
   stateIdOfNameKey,
@@ -31,8 +31,8 @@ const EMPTY: Bytes = Buffer.alloc(0);
 const PROMOTE_ROWS = 2048;
 
 /**
- * The backend's database seen as layers (db-layout.ts): the main area plus overflow epochs, newest wins. A key's
- * state is looked up in every live epoch (newest first) and then in the main area, in one multi-get for a whole
+ * The backend's database seen as layers (db-layout.ts): the main area plus overflow generations, newest wins. A key's
+ * state is looked up in every live generation (newest first) and then in the main area, in one multi-get for a whole
  * batch of keys.
  */
 export class StateDb {
@@ -42,22 +42,22 @@ export class StateDb {
   ) {}
 
   /**
-   * One multi-get for `groupKeys`: per key, the overflow epochs that may hold it (`epochsFor`, newest first) and
+   * One multi-get for `groupKeys`: per key, the overflow generations that may hold it (`generationsFor`, newest first) and
    * then the main area; each key's newest layer wins.
    */
-  readSync(groupKeys: readonly Bytes[], epochsFor: EpochsFor): LookedUp[] {
-    const plan = lookupPlan(groupKeys, epochsFor);
+  readSync(groupKeys: readonly Bytes[], generationsFor: GenerationsFor): LookedUp[] {
+    const plan = lookupPlan(groupKeys, generationsFor);
     return pick(this.db.getSync(plan.keys), plan.layers);
   }
 
-  async read(groupKeys: readonly Bytes[], epochsFor: EpochsFor): Promise<LookedUp[]> {
-    const plan = lookupPlan(groupKeys, epochsFor);
+  async read(groupKeys: readonly Bytes[], generationsFor: GenerationsFor): Promise<LookedUp[]> {
+    const plan = lookupPlan(groupKeys, generationsFor);
     return pick(await this.db.get(plan.keys), plan.layers);
   }
 
-  /** Puts a row (or a tombstone, for `undefined`) into overflow epoch `epoch`. */
-  putOverflow(batch: RocksBatch, epoch: number, groupKey: Bytes, row: Bytes | undefined): void {
-    batch.put(overflowKey(epoch, groupKey), row ?? EMPTY);
+  /** Puts a row (or a tombstone, for `undefined`) into overflow generation `generation`. */
+  putOverflow(batch: RocksBatch, generation: number, groupKey: Bytes, row: Bytes | undefined): void {
+    batch.put(overflowKey(generation, groupKey), row ?? EMPTY);
   }
 
   stateNames(): [number, string][] {
@@ -93,37 +93,37 @@ export class StateDb {
     });
   }
 
-  /** Epochs that hold overflow rows, ascending (seeks from one epoch to the next, reading one key each). */
-  overflowEpochs(): number[] {
-    const epochs: number[] = [];
+  /** Generations that hold overflow rows, ascending (seeks from one generation to the next, reading one key each). */
+  overflowGenerations(): number[] {
+    const generations: number[] = [];
     let from = 0;
     for (;;) {
       const [gte, lt] = overflowRange(from, 0xffffffff);
       const cursor = this.db.cursor(gte, lt);
       const rows = cursor.next(1);
       cursor.close();
-      if (rows.length === 0) return epochs;
-      const epoch = overflowEpoch(rows[0] as Buffer);
-      epochs.push(epoch);
-      if (epoch >= 0xffffffff) return epochs;
-      from = epoch + 1;
+      if (rows.length === 0) return generations;
+      const generation = overflowGeneration(rows[0] as Buffer);
+      generations.push(generation);
+      if (generation >= 0xffffffff) return generations;
+      from = generation + 1;
     }
   }
 
-  /** Deletes every overflow row of epochs >= `fromEpoch` (state written after the checkpoint being reused). */
-  deleteOverflowFrom(fromEpoch: number): void {
-    const [gte, lt] = overflowRange(Math.max(0, fromEpoch), 0xffffffff);
+  /** Deletes every overflow row of generations >= `fromGeneration` (state written after the checkpoint being reused). */
+  deleteOverflowFrom(fromGeneration: number): void {
+    const [gte, lt] = overflowRange(Math.max(0, fromGeneration), 0xffffffff);
     this.db.deleteRange(gte, lt);
   }
 
   /**
-   * Copies epoch `epoch`'s overflow rows into the main area, a chunk per batch, then drops the epoch with one
-   * range delete. Every step keeps the layered view unchanged (until the range delete the epoch still holds the
+   * Copies generation `generation`'s overflow rows into the main area, a chunk per batch, then drops the generation with one
+   * range delete. Every step keeps the layered view unchanged (until the range delete the generation still holds the
    * same rows above the main area), so reads and checkpoints may interleave. `pace` is awaited between chunks
    * (default: one turn of the event loop).
    */
-  async promote(epoch: number, isCancelled: () => boolean, pace: () => Promise<void> = yieldOnce): Promise<boolean> {
-    const [gte, lt] = overflowRange(epoch, epoch);
+  async promote(generation: number, isCancelled: () => boolean, pace: () => Promise<void> = yieldOnce): Promise<boolean> {
+    const [gte, lt] = overflowRange(generation, generation);
     const cursor = this.db.cursor(gte, lt);
     try {
       for (let rows = cursor.next(PROMOTE_ROWS); rows.length > 0; rows = cursor.next(PROMOTE_ROWS)) {
@@ -145,12 +145,12 @@ export class StateDb {
     return true;
   }
 
-  /** Main area plus the given overflow epochs (ascending), as one view. */
-  view(epochs: readonly number[], includeMain: boolean): MergedView {
+  /** Main area plus the given overflow generations (ascending), as one view. */
+  view(generations: readonly number[], includeMain: boolean): MergedView {
     const layers: ViewLayer[] = [];
     if (includeMain) layers.push({ cursor: this.db.cursor(MAIN_START, MAIN_END), strip: 0 });
-    for (const epoch of epochs) {
-      const [gte, lt] = overflowRange(epoch, epoch);
+    for (const generation of generations) {
+      const [gte, lt] = overflowRange(generation, generation);
       layers.push({ cursor: this.db.cursor(gte, lt), strip: OVERFLOW_HEADER_BYTES });
     }
     return new MergedView(layers);
@@ -185,20 +185,20 @@ async function yieldOnce(): Promise<void> {
   await yieldToEventLoop();
 }
 
-/** Appends to `out` the overflow epochs (newest first) that may hold `groupKey`. */
-export type EpochsFor = (groupKey: Uint8Array, out: number[]) => void;
+/** Appends to `out` the overflow generations (newest first) that may hold `groupKey`. */
+export type GenerationsFor = (groupKey: Uint8Array, out: number[]) => void;
 
-function lookupPlan(groupKeys: readonly Bytes[], epochsFor: EpochsFor): { keys: Bytes[]; layers: number[] } {
+function lookupPlan(groupKeys: readonly Bytes[], generationsFor: GenerationsFor): { keys: Bytes[]; layers: number[] } {
   const keys: Bytes[] = [];
   const layers = new Array<number>(groupKeys.length);
-  const epochs: number[] = [];
+  const generations: number[] = [];
   for (let i = 0; i < groupKeys.length; i++) {
     const groupKey = groupKeys[i] as Bytes;
-    epochs.length = 0;
-    epochsFor(groupKey, epochs);
-    for (const epoch of epochs) keys.push(overflowKey(epoch, groupKey));
+    generations.length = 0;
+    generationsFor(groupKey, generations);
+    for (const generation of generations) keys.push(overflowKey(generation, groupKey));
     keys.push(groupKey);
-    layers[i] = epochs.length + 1;
+    layers[i] = generations.length + 1;
   }
   return { keys, layers };
 }

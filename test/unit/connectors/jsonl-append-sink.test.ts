@@ -15,7 +15,14 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const ctx = (attempt: string): SinkContext => ({ subtask: 0, parallelism: 1, operatorName: 'late', attempt, checkpointing: true });
+// Attempt 'a<n>' runs with epoch n.
+const ctx = (attempt: string): SinkContext => ({
+  subtask: 0,
+  parallelism: 1,
+  operatorName: 'late',
+  fencing: { attempt: 0, epoch: Number(attempt.slice(1)) },
+  checkpointing: true,
+});
 const batch = (values: unknown[]) => ({ values, timestamps: values.map(() => 0) });
 
 /** One run of the sink as the runtime drives it: restored commit, cleanup, writer; returns the writer and committer. */
@@ -61,7 +68,7 @@ describe('jsonlAppendSink', () => {
     await run.writer.write(batch(['x', 'y']));
     const [c] = await run.writer.prepareCommit(2);
     // What a crash half-way through commitAppend leaves: the journal names the segment and part of it is appended.
-    writeOwnerRecord(path, { kind: 'appended', owner: c!.owner, appending: { segment: '.late.jsonl.a1-1.pending', offset: 2 } });
+    writeOwnerRecord(path, { kind: 'appended', owner: c!.owner, appending: { segment: '.late.jsonl.e1-a0-1.pending', offset: 2 } });
     appendFileSync(path, '"x"\n"');
     commitAppend(c!);
     expect(lines(path)).toEqual(['1', '"x"', '"y"']);
@@ -108,9 +115,12 @@ describe('jsonlAppendSink', () => {
   it('keeps the owner record beside the file', async () => {
     const path = join(dir, 'late.jsonl');
     const run = await open(path, 'a1', []);
-    await run.committer.commit(await run.writer.prepareCommit(1));
+    const prepared = await run.writer.prepareCommit(1);
+    await run.committer.commit(prepared);
     expect(existsSync(ownerRecordPath(path))).toBe(true);
-    expect(readOwnerRecord<{ owner: string }>(path)?.owner).toBe('a1');
+    // The owner is the job's, not the attempt's: a later attempt continues under it.
+    expect(readOwnerRecord<{ owner: string }>(path)?.owner).toBe(prepared[0]!.owner);
+    expect(prepared[0]!.owner).not.toContain('e1-a0');
     expect(lines(path)).toEqual([]);
   });
 });

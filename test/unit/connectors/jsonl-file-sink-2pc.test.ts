@@ -1,8 +1,8 @@
-import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, InternalError, batchOf } from '../../../lib/core/index.ts';
+import { ConfigError, InternalError, batchOf, type FencingToken } from '../../../lib/core/index.ts';
 import { PartFileCommitError, jsonlFileSink } from '../../../lib/connectors/local/index.ts';
 import type { JsonlFileSink, PartFileCommittable } from '../../../lib/connectors/local/index.ts';
 import { isTwoPhaseCommitSink } from '../../../lib/connectors/sink.ts';
@@ -13,8 +13,12 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 let dirCounter = 0;
 const freshDir = (): string => join(root, `out-${dirCounter++}`);
 
+/** Attempts by name; their files carry `fencingTag` of the token (`e<epoch>-a<attempt>`). */
+const TOKENS: Record<string, FencingToken> = { attemptA: { attempt: 0, epoch: 7 }, attemptB: { attempt: 1, epoch: 8 }, old: { attempt: 0, epoch: 3 }, new: { attempt: 0, epoch: 4 },
+  a1: { attempt: 0, epoch: 1 }, a2: { attempt: 1, epoch: 2 }, r1: { attempt: 0, epoch: 11 }, r2: { attempt: 0, epoch: 12 } };
+
 function tx(subtask: number, parallelism: number, attempt: string | undefined, checkpointing = true): SinkContext {
-  return { subtask, parallelism, operatorName: 'sink', attempt, checkpointing };
+  return { subtask, parallelism, operatorName: 'sink', fencing: attempt === undefined ? undefined : TOKENS[attempt], checkpointing };
 }
 
 const rows = (tag: string, from: number, to: number): string[] => {
@@ -66,15 +70,15 @@ describe('jsonlFileSink, two-phase commit', () => {
     expectVisible(dir, {});
     const first = await writer.prepareCommit(2);
     expect(first).toEqual([
-      { pendingPath: join(dir, '.part-0-0.jsonl.a1.pending'), finalPath: join(dir, 'part-0-0.jsonl'), size: Buffer.byteLength(text(rows('x', 0, 3))) },
+      { pendingPath: join(dir, '.part-0-0.jsonl.e1-a0.pending'), finalPath: join(dir, 'part-0-0.jsonl'), size: Buffer.byteLength(text(rows('x', 0, 3))) },
     ]);
     expectVisible(dir, {}); // pending is still hidden
-    expect(hidden(dir)).toEqual(['.part-0-0.jsonl.a1.pending']);
+    expect(hidden(dir)).toEqual(['.part-0-0.jsonl.e1-a0.pending']);
 
     await writer.write(batch(rows('y', 0, 2))); // the next transaction, under way while checkpoint 2 completes
     await committer.commit(first);
     expectVisible(dir, { 'part-0-0.jsonl': text(rows('x', 0, 3)) });
-    expect(hidden(dir)).toEqual(['.part-0-1.jsonl.a1.inprogress']);
+    expect(hidden(dir)).toEqual(['.part-0-1.jsonl.e1-a0.inprogress']);
 
     const second = await writer.prepareCommit(3);
     await writer.finish?.();
@@ -117,11 +121,11 @@ describe('jsonlFileSink, two-phase commit', () => {
     await writerA.write(batch(rows('a', 6, 9))); // after barrier 8, in no checkpoint at all
     expectVisible(dir, {});
     expect(hidden(dir)).toEqual([
-      '.part-0-0.jsonl.attemptA.pending',
-      '.part-0-1.jsonl.attemptA.pending',
-      '.part-0-2.jsonl.attemptA.inprogress',
+      '.part-0-0.jsonl.e7-a0.pending',
+      '.part-0-1.jsonl.e7-a0.pending',
+      '.part-0-2.jsonl.e7-a0.inprogress',
     ]);
-    expect(readFileSync(join(dir, '.part-0-2.jsonl.attemptA.inprogress'), 'utf8')).toBe(text(rows('a', 6, 9)));
+    expect(readFileSync(join(dir, '.part-0-2.jsonl.e7-a0.inprogress'), 'utf8')).toBe(text(rows('a', 6, 9)));
     // A dies here: no commit, not even close.
 
     // Attempt B restores checkpoint 7, whose state holds A's first committable.
@@ -129,12 +133,12 @@ describe('jsonlFileSink, two-phase commit', () => {
     const ctxB = tx(0, 1, 'attemptB');
     await sinkB.cleanUpDangling(ctxB, checkpointed);
     // The in-progress tail is gone; checkpoint 8's pending file stays for now (it could be another subtask's share).
-    expect(hidden(dir)).toEqual(['.part-0-0.jsonl.attemptA.pending', '.part-0-1.jsonl.attemptA.pending']);
+    expect(hidden(dir)).toEqual(['.part-0-0.jsonl.e7-a0.pending', '.part-0-1.jsonl.e7-a0.pending']);
     expectVisible(dir, {});
     const committerB = await sinkB.createCommitter(ctxB);
     await committerB.commit(checkpointed);
     expectVisible(dir, { 'part-0-0.jsonl': text(rows('a', 0, 3)) });
-    expect(hidden(dir)).toEqual(['.part-0-1.jsonl.attemptA.pending']);
+    expect(hidden(dir)).toEqual(['.part-0-1.jsonl.e7-a0.pending']);
 
     // B replays from checkpoint 7's source position: everything after a2 comes again, then new data.
     const writerB = await sinkB.createWriter(ctxB);
@@ -183,7 +187,7 @@ describe('jsonlFileSink, two-phase commit', () => {
     const shares = [kept.filter((_, i) => i % 2 === 0), kept.filter((_, i) => i % 2 === 1)];
     const writers = [await sink.createWriter(tx(0, 2, 'new')), await sink.createWriter(tx(1, 2, 'new'))];
     for (const [s, w] of writers.entries()) await w.write(batch(rows(`n${s}-`, 0, 2)));
-    const ours = hidden(dir).filter((n) => n.includes('.new.'));
+    const ours = hidden(dir).filter((n) => n.includes('.e4-a0.'));
     expect(ours).toHaveLength(2);
 
     // Both subtasks, twice each, all at once, each with its own share only.
@@ -211,12 +215,19 @@ describe('jsonlFileSink, two-phase commit', () => {
     expect(contents).toBe(expected);
   });
 
-  it('refuses to clean up without the run attempt, and rejects attempts that cannot be part of a file name', async () => {
+  it('refuses to clean up without the fencing token of the run', async () => {
     const dir = freshDir();
     const sink = sinkOf(dir);
     await expect(sink.cleanUpDangling(tx(0, 1, undefined), [])).rejects.toBeInstanceOf(ConfigError);
-    expect(() => sink.createWriter(tx(0, 1, '../x'))).toThrow(ConfigError);
-    await expect(sink.cleanUpDangling(tx(0, 1, 'a.b'), [])).rejects.toBeInstanceOf(ConfigError);
+  });
+
+  it('cleans up leftovers named with a random attempt id (before fencing tokens) like any other attempt', async () => {
+    const dir = freshDir();
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, '.part-0-0.jsonl.0b0e5f1c-3c7d-4a8e-9a51-2f1e0c8d7b6a.inprogress'), 'old run\n');
+    const sink = sinkOf(dir);
+    await sink.cleanUpDangling(tx(0, 1, 'new'), []);
+    expect(hidden(dir)).toEqual([]);
   });
 
   it('names files with a random attempt per writer when the runtime gives none', async () => {

@@ -64,13 +64,13 @@ describe('printSink', () => {
 
 describe('jsonlFileSink', () => {
   // Without checkpoints: roll-overs and finish make files visible at once (two-phase commit: jsonl-file-sink-2pc.test.ts).
-  const direct = (subtask: number, parallelism: number): SinkContext => ({ ...ctx(subtask, parallelism), checkpointing: false, attempt: 'run1' });
+  const direct = (subtask: number, parallelism: number): SinkContext => ({ ...ctx(subtask, parallelism), checkpointing: false, fencing: { attempt: 0, epoch: 1 } });
   it('writes an in-progress hidden file and renames it to part-<subtask>-<n>.jsonl on finish', async () => {
     const dir = freshDir();
     const sink = jsonlFileSink<{ n: number }>({ dir });
     const writer = await sink.createWriter(direct(3, 4));
     await writer.write(batchOf([{ n: 1 }, { n: 2 }], [0, 0]));
-    expect(readdirSync(dir)).toEqual(['.part-3-0.jsonl.run1.inprogress']);
+    expect(readdirSync(dir)).toEqual(['.part-3-0.jsonl.e1-a0.inprogress']);
     await writer.finish?.();
     await writer.close?.();
     expect(readdirSync(dir)).toEqual(['part-3-0.jsonl']);
@@ -84,7 +84,7 @@ describe('jsonlFileSink', () => {
     const writer = await sink.createWriter(direct(0, 1));
     await writer.write(batchOf(Array.from({ length: 7 }, () => 'éééé'), new Array(7).fill(0)));
     // 3 lines = 33 bytes >= 30: parts 0 and 1 are committed at the roll, part 2 holds the 7th line.
-    expect(readdirSync(dir).sort()).toEqual(['.part-0-2.jsonl.run1.inprogress', 'part-0-0.jsonl', 'part-0-1.jsonl']);
+    expect(readdirSync(dir).sort()).toEqual(['.part-0-2.jsonl.e1-a0.inprogress', 'part-0-0.jsonl', 'part-0-1.jsonl']);
     for (const name of ['part-0-0.jsonl', 'part-0-1.jsonl']) {
       expect(readFileSync(join(dir, name), 'utf8')).toBe('"éééé"\n'.repeat(3));
     }
@@ -106,7 +106,7 @@ describe('jsonlFileSink', () => {
     const failing = await sink.createWriter(direct(0, 2));
     await failing.write(batchOf([1, 2], [0, 0]));
     await failing.close?.(); // no finish: a failure
-    expect(existsSync(join(dir, '.part-0-6.jsonl.run1.inprogress'))).toBe(true);
+    expect(existsSync(join(dir, '.part-0-6.jsonl.e1-a0.inprogress'))).toBe(true);
     expect(existsSync(join(dir, 'part-0-6.jsonl'))).toBe(false);
     expect(readFileSync(join(dir, 'part-0-4.jsonl'), 'utf8')).toBe('old\n');
     const next = await sink.createWriter(direct(0, 2));
@@ -149,7 +149,7 @@ describe('numbers JSON cannot hold (NaN, Infinity)', () => {
 
   it('the JSONL file sink refuses them naming the operator and the field, instead of writing null', async () => {
     const dir = freshDir();
-    const writer = await jsonlFileSink<unknown>({ dir }).createWriter({ ...ctx(0, 1), operatorName: 'window totals', attempt: 'a1', checkpointing: false });
+    const writer = await jsonlFileSink<unknown>({ dir }).createWriter({ ...ctx(0, 1), operatorName: 'window totals', fencing: { attempt: 0, epoch: 1 }, checkpointing: false });
     let failure: unknown;
     try {
       await writer.write(batchOf([{ account: 'ok', cents: 1, note: null }, sum], [0, 0]));
@@ -171,7 +171,7 @@ describe('numbers JSON cannot hold (NaN, Infinity)', () => {
   it('nulls that are nulls are written as they are', async () => {
     const dir = freshDir();
     const sink = jsonlFileSink<unknown>({ dir });
-    const writer = await sink.createWriter({ ...ctx(0, 1), attempt: 'a1', checkpointing: false });
+    const writer = await sink.createWriter({ ...ctx(0, 1), fencing: { attempt: 0, epoch: 1 }, checkpointing: false });
     await writer.write(batchOf([{ a: null, b: [null, 1], nullish: 'null' }], [0]));
     await writer.finish?.();
     const files = readdirSync(dir).filter((f) => !f.startsWith('.'));

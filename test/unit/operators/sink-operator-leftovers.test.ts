@@ -10,6 +10,7 @@ import type { OperatorContext } from '../../../lib/operators/operator.ts';
 const root = mkdtempSync(join(tmpdir(), 'sluice-sink-op-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
+/** Attempt 'a' runs with epoch 1, 'b' with epoch 2. */
 function context(attempt: string): OperatorContext {
   return {
     operatorName: 'sink',
@@ -21,7 +22,7 @@ function context(attempt: string): OperatorContext {
     keyedState: undefined,
     timers: undefined,
     checkpointing: true,
-    attempt,
+    fencing: { attempt: 0, epoch: attempt === 'a' ? 1 : 2 },
     currentWatermark: () => Number.NEGATIVE_INFINITY,
     requestProcessingTimeWakeup() {},
   };
@@ -46,7 +47,7 @@ describe('SinkOperator with the JSONL file sink: leftovers of earlier attempts',
     const b = new SinkOperator<string>('sink', jsonlFileSink<string>({ dir }));
     b.initializeState(state1);
     await b.open(context('b'));
-    expect(readdirSync(dir).sort()).toEqual(['.part-0-1.jsonl.a.pending', 'part-0-0.jsonl']);
+    expect(readdirSync(dir).sort()).toEqual(['.part-0-1.jsonl.e1-a0.pending', 'part-0-0.jsonl']);
     expect(await b.snapshotState(3)).toEqual([]);
     await b.notifyCheckpointComplete(3);
     expect(readdirSync(dir)).toEqual(['part-0-0.jsonl']);

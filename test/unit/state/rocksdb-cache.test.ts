@@ -23,7 +23,7 @@ import { fastTempDir, FULL_RANGE, MAX_PARALLELISM, removeDir, rocksBackend } fro
  * Model-based check of the write-behind cache: random operations run against the RocksDB backend with a cache
  * of 1-3 keys (so nearly every access evicts, writes RocksDB and reads it back, through prefetch or the
  * synchronous fallback) and against the memory backend; every observable result must be identical, including
- * across checkpoints (with promotion of completed epochs) and restores.
+ * across checkpoints (with promotion of completed generations) and restores.
  */
 
 const average: AggregateFunction<number, { s: number; c: number }, number> = {

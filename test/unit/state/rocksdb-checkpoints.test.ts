@@ -237,12 +237,12 @@ describe('RocksDB incremental checkpoints', () => {
     await expectValues(third, expected);
   });
 
-  it('promotes the epochs of completed checkpoints into the main area without changing what reads see', async () => {
+  it('promotes the generations of completed checkpoints into the main area without changing what reads see', async () => {
     const b = await open({ cacheMaxKeys: 10 });
     await write(b, keys, (k) => keys.indexOf(k));
     await checkpoint(b, 1);
     await b.whenIdle();
-    expect(b.metrics().promotedEpochs).toBeGreaterThan(0);
+    expect(b.metrics().promotedGenerations).toBeGreaterThan(0);
     await write(b, keys.slice(0, 500), () => -7);
     const v = b.getValueState(valueState<number>('v'));
     for (const [i, key] of keys.entries()) {

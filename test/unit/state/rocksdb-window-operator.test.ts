@@ -56,7 +56,7 @@ async function openOperator(assigner: WindowAssigner, fn: FnKind, backend: Keyed
     keyedState: backend,
     timers,
     checkpointing: true,
-    attempt: 'test',
+    fencing: { attempt: 0, epoch: 0 },
     currentWatermark: () => watermark,
     requestProcessingTimeWakeup: () => undefined,
   };

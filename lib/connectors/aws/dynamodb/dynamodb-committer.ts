@@ -1,38 +1,63 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { FencingToken } from '../../../core/index.ts';
 import type { Committer } from '../../sink.ts';
 import type { DynamoDbCommittable, ResolvedMarkerConfig } from './committable.ts';
 import type { CompiledDynamoDbSink } from './dynamodb-sink-options.ts';
 import { resolveMarkerConfig } from './marker-schema.ts';
+import { sinkFence, type SinkFence } from './sink-fence.ts';
 import { commitTransactional, newCommitStats, type DynamoDbCommitStats } from './transactional-commit.ts';
 import { commitUpsert } from './upsert-commit.ts';
 
 /** What committing needs of the sink's options. */
-export type DynamoDbCommitterConfig = Pick<CompiledDynamoDbSink<unknown>, 'mode' | 'marker' | 'retry' | 'commitConcurrency'>;
+export type DynamoDbCommitterConfig = Pick<CompiledDynamoDbSink<unknown>, 'mode' | 'marker' | 'retry' | 'commitConcurrency'> &
+  Partial<Pick<CompiledDynamoDbSink<unknown>, 'jobId'>>;
+
+interface Prepared {
+  readonly marker: ResolvedMarkerConfig;
+  readonly fence: SinkFence | undefined;
+}
 
 /**
  * Commits DynamoDB sink committables in order, each chunk exactly once ('transactional') or idempotently
  * ('upsert'). Committing the same committables again changes nothing. Errors are DynamoDbSinkErrors: retriable
  * when retries ran out (the job restarts and commits again), not retriable when DynamoDB rejects the writes.
+ *
+ * With a fencing token (and `jobId`), transactional commits are fenced: the first `commit` call raises the job's
+ * fence to the token's epoch, even with nothing to commit (the runtime makes that call when an attempt starts),
+ * and every transaction checks it; a committer of an older epoch than the fence gets FencedError and changes
+ * nothing. Upsert mode is not fenced: its writes are idempotent puts without markers.
  */
 export class DynamoDbCommitter implements Committer<DynamoDbCommittable> {
   readonly stats: DynamoDbCommitStats = newCommitStats();
-  private marker: Promise<ResolvedMarkerConfig> | undefined;
+  private prepared: Promise<Prepared> | undefined;
 
   constructor(
     private readonly config: DynamoDbCommitterConfig,
     private readonly client: DynamoDBClient,
+    private readonly fencing?: FencingToken,
   ) {}
 
   async commit(committables: readonly DynamoDbCommittable[]): Promise<void> {
-    for (const committable of committables) {
-      if (this.config.mode === 'transactional') {
-        this.marker ??= resolveMarkerConfig(this.client, this.config.marker);
-        const marker = await this.marker.catch((error: unknown) => {
-          this.marker = undefined;
-          throw error;
-        });
-        await commitTransactional(this.client, committable, { ...this.config, marker }, this.stats);
-      } else await commitUpsert(this.client, committable, this.config, this.stats);
+    if (this.config.mode !== 'transactional') {
+      for (const committable of committables) await commitUpsert(this.client, committable, this.config, this.stats);
+      return;
     }
+    this.prepared ??= this.prepare();
+    const { marker, fence } = await this.prepared.catch((error: unknown) => {
+      this.prepared = undefined;
+      throw error;
+    });
+    for (const committable of committables) {
+      await commitTransactional(this.client, committable, { ...this.config, marker, fence }, this.stats);
+    }
+  }
+
+  private async prepare(): Promise<Prepared> {
+    const marker = await resolveMarkerConfig(this.client, this.config.marker);
+    const { jobId } = this.config;
+    if (this.fencing === undefined || jobId === undefined) return { marker, fence: undefined };
+    const fence = sinkFence(marker, jobId, this.fencing);
+    await fence.raise(this.client, this.config.retry);
+    return { marker, fence };
   }
 }

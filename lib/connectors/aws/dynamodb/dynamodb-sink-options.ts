@@ -48,7 +48,7 @@ export interface DynamoDbSinkOptions<T> extends DynamoDbKeySchema {
   /** Names this job in commit markers ([A-Za-z0-9._:-], at most 100). @default the table name */
   readonly jobId?: string;
   readonly marker?: DynamoDbMarkerOptions;
-  /** Items per TransactWriteItems call, the marker included (2-100). @default 100 */
+  /** Items per TransactWriteItems call, the commit marker and the fence check included (2-100). @default 100 */
   readonly maxItemsPerTransaction?: number;
   /** Estimated bytes per transaction (DynamoDB allows 4 MB). @default 4000000 */
   readonly maxTransactionBytes?: number;
@@ -146,8 +146,9 @@ export function compileDynamoDbSinkOptions<T>(options: DynamoDbSinkOptions<T>): 
     mode,
     jobId,
     marker,
-    // The marker rides in every transaction; upsert mode has no marker but keeps the same chunks.
-    limits: { maxItems: maxItems - 1, maxBytes: maxBytes - 1024 },
+    // The marker and the fence check ride in every transaction (at 2, the check comes on top); upsert mode has
+    // neither but keeps the same chunks.
+    limits: { maxItems: Math.max(1, maxItems - 2), maxBytes: maxBytes - 1024 },
     commitConcurrency: integer('commitConcurrency', options.commitConcurrency, 4, 1, 64),
     flushEveryWrites: integer('flushEveryWrites', options.flushEveryWrites, 1000, 1, 10_000_000),
     retry: compileRetry('DynamoDB sink', options.retry),

@@ -27,8 +27,8 @@ export function dynamoDbSink<T>(options: DynamoDbSinkOptions<T>): DynamoDbSink<T
     createWriter(ctx: SinkContext): DynamoDbSinkWriter<T> {
       return new DynamoDbSinkWriter(config, ctx, client);
     },
-    createCommitter(): DynamoDbCommitter {
-      return new DynamoDbCommitter(config, client());
+    createCommitter(ctx: SinkContext): DynamoDbCommitter {
+      return new DynamoDbCommitter(config, client(), ctx.fencing);
     },
     // Staged writes live only in memory and in checkpoints: an earlier run leaves nothing in DynamoDB to clean up.
     cleanUpDangling(): void {},

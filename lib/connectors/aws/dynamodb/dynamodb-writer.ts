@@ -1,6 +1,6 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { originAt, UserFunctionError, type RecordBatch } from '../../../core/index.ts';
+import { fencingTag, originAt, UserFunctionError, type RecordBatch } from '../../../core/index.ts';
 import type { SinkContext, TwoPhaseCommitSinkWriter } from '../../sink.ts';
 import type { DynamoDbCommittable } from './committable.ts';
 import { DynamoDbCommitter } from './dynamodb-committer.ts';
@@ -9,11 +9,6 @@ import { StagedWrites } from './staged-writes.ts';
 import { toChunks } from './transact-items.ts';
 import type { DynamoDbWrite } from './write-ops.ts';
 
-/** The run's attempt id as it appears in marker keys: as given when it is tame, else a hash of it. */
-function attemptTag(attempt: string | undefined): string {
-  if (attempt === undefined) return randomUUID();
-  return /^[A-Za-z0-9-]{1,64}$/.test(attempt) ? attempt : createHash('sha256').update(attempt).digest('hex').slice(0, 32);
-}
 
 /**
  * Stages a sink subtask's writes in memory, folded per item, until the checkpoint barrier; `prepareCommit` turns
@@ -34,7 +29,8 @@ export class DynamoDbSinkWriter<T> implements TwoPhaseCommitSinkWriter<T, Dynamo
     private readonly client: () => DynamoDBClient,
   ) {
     this.staged = new StagedWrites(config.schema, config.mode === 'transactional', ctx.operatorName);
-    this.txnPrefix = `${config.jobId}/${attemptTag(ctx.attempt)}/${ctx.subtask}`;
+    // The attempt's tag keeps marker names of attempts apart (epochs never repeat); a writer made by hand gets a random one.
+    this.txnPrefix = `${config.jobId}/${ctx.fencing === undefined ? randomUUID() : fencingTag(ctx.fencing)}/${ctx.subtask}`;
     this.checkpointing = ctx.checkpointing !== false;
   }
 
@@ -74,7 +70,7 @@ export class DynamoDbSinkWriter<T> implements TwoPhaseCommitSinkWriter<T, Dynamo
   private async flush(): Promise<void> {
     const committable = this.prepare(`f${++this.flushes}`);
     if (committable === undefined) return;
-    this.committer ??= new DynamoDbCommitter(this.config, this.client());
+    this.committer ??= new DynamoDbCommitter(this.config, this.client(), this.ctx.fencing);
     await this.committer.commit([committable]);
   }
 }

@@ -5,6 +5,11 @@ import { cancellationReasons, classifyFailure, describeFailure, DynamoDbSinkErro
 import { awsErrorName } from '../kinesis/errors.ts';
 import type { DynamoDbChunk } from './transact-items.ts';
 import { forEachLimited } from '../for-each-limited.ts';
+import { FencedError } from '../../../core/index.ts';
+import { currentFence, type SinkFence } from './sink-fence.ts';
+
+/** DynamoDB's limit of items in one TransactWriteItems call. */
+const MAX_TRANSACTION_ITEMS = 100;
 
 /** Counts of what commits did; for metrics and tests. */
 export interface DynamoDbCommitStats {
@@ -41,13 +46,17 @@ export interface TransactionalCommitConfig {
   readonly marker: ResolvedMarkerConfig;
   readonly retry: RetryPolicy;
   readonly commitConcurrency: number;
+  /** The committer's fence (raised already): every transaction checks it. Undefined: commits are not fenced. */
+  readonly fence?: SinkFence | undefined;
 }
 
 /**
  * Commits every chunk of a committable as one TransactWriteItems call with its commit marker. A chunk whose marker
  * exists was committed before (maybe hours ago, by an earlier run): the transaction is cancelled with the marker's
  * ConditionalCheckFailed and nothing changes, which counts as success. The ClientRequestToken additionally makes
- * DynamoDB answer a repeat within 10 minutes with the first result.
+ * DynamoDB answer a repeat within 10 minutes with the first result. With a fence, each transaction also checks
+ * that no newer attempt has raised it (FencedError, nothing applied); a chunk prepared before fences existed with
+ * 99 writes has no room for the check and commits unfenced, as it would have then.
  */
 export async function commitTransactional(
   client: DynamoDBClient,
@@ -58,6 +67,8 @@ export async function commitTransactional(
   await commitByGeneration(committable.chunks, config.commitConcurrency, async (chunk, index) => {
     const items = [...chunk.items, markerPut(config.marker, committable, index)];
     const markerIndex = items.length - 1;
+    const fence = config.fence !== undefined && items.length < MAX_TRANSACTION_ITEMS ? config.fence : undefined;
+    if (fence !== undefined) items.push(fence.check);
     let token: string | undefined = requestToken(committable.txn, index);
     for (let attempt = 1; ; attempt++) {
       try {
@@ -65,6 +76,10 @@ export async function commitTransactional(
         stats.committed++;
         return;
       } catch (error) {
+        if (fence !== undefined && cancellationReasons(error)[markerIndex + 1] === 'ConditionalCheckFailed') {
+          const check = fence.check.ConditionCheck!;
+          throw new FencedError(fence.component, await currentFence(client, check.TableName!, check.Key!), fence.token);
+        }
         const kind = classifyFailure(error, markerIndex);
         if (kind === 'already-committed') {
           stats.alreadyCommitted++;

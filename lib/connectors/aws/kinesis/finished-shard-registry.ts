@@ -14,8 +14,11 @@ export interface FinishedShardRegistry {
 }
 
 export interface FinishedShardRegistryContext {
-  /** The job attempt (`SourceReaderContext.attempt`): a restart starts a new registry. */
-  readonly attempt: string;
+  /**
+   * The job attempt: `fencingTag(SourceReaderContext.fencing)`, so a restart (a higher epoch) starts a new
+   * registry; a random id for a reader made by hand.
+   */
+  readonly attemptTag: string;
   /** The stream name or ARN. */
   readonly stream: string;
   /** The source's name: two sources reading one stream in a job need different names, or they share facts. */
@@ -35,7 +38,7 @@ type RegistryMessage = { readonly kind: 'finished'; readonly shards: readonly st
 export function broadcastFinishedShardRegistry(ctx: FinishedShardRegistryContext): FinishedShardRegistry {
   const finished = new Set<string>();
   const own = new Set<string>();
-  const channel = new BroadcastChannel(`sluice/kinesis/finished-shards/${ctx.attempt}/${ctx.source}/${ctx.stream}`);
+  const channel = new BroadcastChannel(`sluice/kinesis/finished-shards/${ctx.attemptTag}/${ctx.source}/${ctx.stream}`);
   channel.unref();
   channel.onmessage = (event: unknown) => {
     const message = (event as { data: RegistryMessage }).data;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ConfigError } from '../../../core/index.ts';
+import { ConfigError, fencingTag } from '../../../core/index.ts';
 import type { Source, SourceReaderContext, SplitEnumeratorContext } from '../../source.ts';
 import type { DeadLetterWriter } from '../dead-letter.ts';
 import { backoffDelay, compileRetry, sleep, type RetryOptions, type RetryPolicy } from './backoff.ts';
@@ -203,8 +203,9 @@ export function kinesisSource<T = unknown>(options: KinesisSourceOptions<T>): Ki
     },
     createReader(splits: KinesisShardSplit[], ctx: SourceReaderContext): KinesisSourceReader<T> {
       const lease = acquireKinesisApi(options);
-      // A reader made by hand (no attempt) shares finished shards with no one.
-      const registry = opts.registry({ attempt: ctx.attempt ?? randomUUID(), stream: opts.stream, source: name, subtask: ctx.subtask });
+      // A reader made by hand (no fencing token) shares finished shards with no one.
+      const attemptTag = ctx.fencing === undefined ? randomUUID() : fencingTag(ctx.fencing);
+      const registry = opts.registry({ attemptTag, stream: opts.stream, source: name, subtask: ctx.subtask });
       const owned = typeof options.deadLetters === 'function' ? options.deadLetters() : undefined;
       const deadLetters = owned ?? (options.deadLetters as DeadLetterWriter | undefined);
       let fetchers: ShardFetcherFactory;
