@@ -6,6 +6,7 @@ import type { CheckpointMetadata, TaskId, TaskStateHandle } from '../../checkpoi
 import type { TaskMetrics } from '../task-metrics.ts';
 import type { StateBackendConfig } from '../state-backend-config.ts';
 import type { SerializedError } from './remote-error.ts';
+import type { PlacementTable } from '../placement.ts';
 
 /** What the coordinating thread gives each worker thread. */
 export interface WorkerInit {
@@ -13,6 +14,8 @@ export interface WorkerInit {
   readonly flags: Record<string, unknown>;
   readonly jobOptions: JobOptions;
   readonly thread: number;
+  /** The worker thread of every task (vertex id -> thread of each subtask), the same table in every thread. */
+  readonly placement: PlacementTable;
   /** Identifies this run of the job, the same in every thread. */
   readonly attempt: string;
   readonly fingerprint: string;
