@@ -8,7 +8,7 @@
  * puts one account with a lone surrogate in every batch (the structured-clone path). Prints records/s.
  */
 import { Packr } from 'msgpackr';
-import { decodeBatch, encodeBatch } from '../lib/runtime/channels/port-channel.ts';
+import { decodeBatch, encodeBatch } from '../lib/runtime/channels/batch-codec.ts';
 import type { RecordBatch } from '../lib/core/index.ts';
 
 const args = process.argv.slice(2);

@@ -9,7 +9,14 @@ export const COMMON_FLAGS = {
     min: 1,
     default: 1,
     description:
-      'subtasks per operator; subtask i of every operator runs on worker thread i (above the processors the machine offers, a warning is printed: the threads then share them)',
+      'subtasks per operator; subtask i of every operator runs on worker thread i % --threads, so a parallelism above the processors the machine offers is fine: subtasks share the threads',
+  },
+  threads: {
+    type: 'number',
+    integer: true,
+    min: 1,
+    description:
+      'worker threads that run the subtasks (default: one per processor, at most --parallelism; more than --parallelism is lowered to it); above the processors the machine offers, a warning is printed: the threads then take turns on them',
   },
   maxParallelism: {
     type: 'number',

@@ -71,14 +71,15 @@ function toJobOptions(common: Record<string, unknown>): JobOptions {
 }
 
 /**
- * A warning line when `parallelism` is above the machine's processors, else undefined. Each subtask index runs on
- * its own worker thread today, so the threads then take turns on the processors: the job runs, but no faster.
+ * A warning line when more worker threads than the machine's processors were asked for (`--threads`), else
+ * undefined. The threads then take turns on the processors: the job runs, but no faster. A parallelism above the
+ * processors alone needs no warning: its subtasks share the threads.
  */
-export function oversubscriptionWarning(parallelism: number, processors: number): string | undefined {
-  if (parallelism <= processors) return undefined;
+export function oversubscriptionWarning(threads: number, processors: number): string | undefined {
+  if (threads <= processors) return undefined;
   return (
-    `warning: --parallelism ${parallelism} is more than the ${processors} processor${processors === 1 ? '' : 's'} this machine offers: ` +
-    `each subtask index runs on its own worker thread, so ${parallelism} threads share them: the job runs, but CPU-bound work gets no faster than at --parallelism ${processors}`
+    `warning: --threads ${threads} is more than the ${processors} processor${processors === 1 ? '' : 's'} this machine offers: ` +
+    `the threads take turns on them: the job runs, but CPU-bound work gets no faster than with --threads ${processors}`
   );
 }
 
@@ -198,7 +199,9 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Ex
     return ExitCode.usage;
   }
 
-  const warning = oversubscriptionWarning(jobOptions.parallelism ?? 1, (deps.availableParallelism ?? availableParallelism)());
+  const threads = common?.['threads'] as number | undefined;
+  // The runner lowers --threads to the parallelism; only threads that will run are worth a warning.
+  const warning = threads === undefined ? undefined : oversubscriptionWarning(Math.min(threads, jobOptions.parallelism ?? 1), (deps.availableParallelism ?? availableParallelism)());
   if (warning !== undefined) printLines([warning]);
   const rest = new RestAnnouncement(settings, (line) => printLines([line]));
   try {
@@ -209,6 +212,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Ex
       checkpointing: settings.checkpointing,
       restart: settings.restart,
       stateBackend: settings.stateBackend,
+      ...(threads === undefined ? {} : { threads }),
       log: (line) => printLines([line]),
       onStart: (control) => rest.start(control, job.name),
     });

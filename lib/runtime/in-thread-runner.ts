@@ -5,7 +5,8 @@ import { buildPhysicalPlan, type PhysicalPlan } from '../graph/physical-plan.ts'
 import type { SourceSplit } from '../connectors/source.ts';
 import type { KeyedServices } from './operator-chain.ts';
 import { NO_CHECKPOINTS } from './checkpointing/participant.ts';
-import { deployTasks, type DeployedTask } from './task-deployment.ts';
+import { deployTasks, staticSplitEnumerator, type DeployedTask } from './task-deployment.ts';
+import { ThreadChannelFactory } from './channels/thread-channel-factory.ts';
 import { memoryServices } from './default-services.ts';
 import { runTasks } from './run-tasks.ts';
 import { summarize, type JobResult } from './job-result.ts';
@@ -65,13 +66,18 @@ export async function runInThisThread(env: StreamEnvironment, options: InThreadR
   const services = options.services ?? memoryServices(() => clock.now());
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const splits = await computeSplits(plan);
-  const base = { plan, options: env.options, splits, thread: 0, threadOf: () => 0, ports: new Map(), services, clock, warn: log };
+  // One worker (this thread) runs every task, so every channel is an in-memory queue.
+  const base = { plan, options: env.options, worker: 0, placement: () => 0, services, clock, warn: log };
+  const perDeployment = () => ({
+    channels: new ThreadChannelFactory(0, new Map(), env.options.channelCapacity),
+    splits: staticSplitEnumerator(plan, splits),
+  });
   // Each attempt aligns afresh: the reports of a failed attempt's tasks say nothing about the next one's.
   const alignment = () => new LocalAlignmentLink(new AlignmentGroups(alignmentMembers(plan)));
 
   const config = options.checkpointing;
   if (config === undefined) {
-    const tasks = deployTasks({ ...base, checkpoints: NO_CHECKPOINTS, fencing: issueFencingToken(undefined), alignment: alignment() });
+    const tasks = deployTasks({ ...base, ...perDeployment(), checkpoints: NO_CHECKPOINTS, fencing: issueFencingToken(undefined), alignment: alignment() });
     await runTasks(tasks);
     return summarize(started, tasks.map((t) => t.metrics));
   }
@@ -79,7 +85,7 @@ export async function runInThisThread(env: StreamEnvironment, options: InThreadR
   const locks = await lockJobFolders({ checkpointDir: config.dir, stateDir: undefined });
   try {
     return await runCheckpointed(config, plan, options, log, (restored, hub, fencing) =>
-      deployTasks({ ...base, checkpoints: hub, fencing, restored, alignment: alignment() }), started);
+      deployTasks({ ...base, ...perDeployment(), checkpoints: hub, fencing, restored, alignment: alignment() }), started);
   } finally {
     await locks.release();
   }

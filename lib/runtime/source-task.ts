@@ -29,7 +29,11 @@ export interface SourceTaskSetup {
   readonly node: SourceNode;
   readonly subtask: number;
   readonly parallelism: number;
-  readonly splits: SourceSplit[];
+  /**
+   * The splits this subtask reads, asked once as the task starts: its restored splits, or those the deployment's
+   * split enumerator assigns it.
+   */
+  readonly splits: () => Promise<readonly SourceSplit[]>;
   /** Restored per-split watermark state of the old subtasks, when restoring. */
   readonly splitWatermarks: readonly SplitWatermarksSnapshot[] | undefined;
   readonly chain: OperatorChain;
@@ -62,14 +66,15 @@ const FINAL_CHECKPOINT_POLL_MS = 20;
  */
 export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
   const { node, chain, gate, clock, metrics, requests, checkpoints } = setup;
+  const splits = [...(await setup.splits())];
   const strategy = node.watermarks;
   const watermarks =
     strategy === undefined ? undefined : new SplitWatermarks(strategy, node.name, setup.subtask, clock.now());
   if (watermarks !== undefined && setup.splitWatermarks !== undefined) {
-    watermarks.restore(setup.splitWatermarks, new Set(setup.splits.map((s) => s.id)));
+    watermarks.restore(setup.splitWatermarks, new Set(splits.map((s) => s.id)));
   }
   if (watermarks !== undefined && node.source.concurrentSplits === true) {
-    watermarks.register(setup.splits.map((s) => s.id), clock.now());
+    watermarks.register(splits.map((s) => s.id), clock.now());
   }
   let reader: SourceReader<unknown> | undefined;
   let idle = false;
@@ -143,7 +148,7 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
   };
 
   try {
-    reader = await node.source.createReader(setup.splits, {
+    reader = await node.source.createReader(splits, {
       subtask: setup.subtask,
       parallelism: setup.parallelism,
       clock,

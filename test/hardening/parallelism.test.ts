@@ -1,5 +1,5 @@
 // What changes with --parallelism, run as a user runs it: the output must not (strings with lone surrogates cross
-// worker threads), and a parallelism above the machine's processors is said once on stderr.
+// worker threads), and more worker threads (--threads) than the machine's processors is said once on stderr.
 import { availableParallelism } from 'node:os';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -60,16 +60,26 @@ describe('sluice run at every parallelism', () => {
     expect(committedLines(output).sort()).toEqual(reference.lines);
   });
 
-  it.skipIf(availableParallelism() > 8)('warns once when --parallelism is above the processors the machine offers, and still runs', async () => {
+  it.skipIf(availableParallelism() > 8)('warns once when --threads is above the processors the machine offers, and still runs', async () => {
     const input = join(dir, 'small.jsonl');
     const reference = referenceTotals(writeInput(input, ['a-1', 'a-2', 'a-3']), WINDOW_MS);
     const parallelism = availableParallelism() + 1;
-    const run = await runChild(['run', 'examples/fraud-detection.ts', '--input', input, '--output', join(dir, 'out-over'), '--parallelism', String(parallelism)]);
+    const run = await runChild([
+      'run', 'examples/fraud-detection.ts', '--input', input, '--output', join(dir, 'out-over'), '--parallelism', String(parallelism), '--threads', String(parallelism),
+    ]);
     expect(run.code, run.stderr).toBe(0);
-    const warnings = run.stderr.split('\n').filter((l) => l.startsWith('warning: --parallelism'));
+    const warnings = run.stderr.split('\n').filter((l) => l.startsWith('warning:'));
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toContain(`--parallelism ${parallelism} is more than the ${availableParallelism()} processor`);
-    expect(warnings[0]).toContain('worker thread');
+    expect(warnings[0]).toContain(`--threads ${parallelism} is more than the ${availableParallelism()} processor`);
     expect(committedLines(join(dir, 'out-over')).sort()).toEqual(reference.lines);
+  });
+
+  it('does not warn when only --parallelism is above the processors: its subtasks share the threads', async () => {
+    const input = join(dir, 'small-shared.jsonl');
+    const reference = referenceTotals(writeInput(input, ['a-1', 'a-2', 'a-3']), WINDOW_MS);
+    const run = await runChild(['run', 'examples/fraud-detection.ts', '--input', input, '--output', join(dir, 'out-shared'), '--parallelism', String(availableParallelism() + 1)]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).not.toContain('warning:');
+    expect(committedLines(join(dir, 'out-shared')).sort()).toEqual(reference.lines);
   });
 });

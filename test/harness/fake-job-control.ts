@@ -53,6 +53,7 @@ export class FakeJobControl implements JobControl {
       startTime: 1_700_000_000_000,
       durationMs: 5000,
       parallelism: 2,
+      workerThreads: 2,
       maxParallelism: 128,
       vertices: [{ id: 0, name: 'Source: generator', parallelism: 2 }],
       recordsRead: 1234,

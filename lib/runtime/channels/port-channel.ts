@@ -1,45 +1,14 @@
 import type { MessagePort } from 'node:worker_threads';
-import { Packr } from 'msgpackr';
-import type { RecordBatch, StreamElement } from '../../core/index.ts';
+import type { StreamElement } from '../../core/index.ts';
 import type { ChannelReceiver, ChannelSender } from './channel.ts';
+import { decodeBatch, encodeBatch, isBatchWire, type BatchWire } from './batch-codec.ts';
 
 /**
- * A channel between worker threads over a MessagePort. Batches are encoded with msgpackr into one exact-size
+ * A channel between worker threads over a MessagePort. Batches are encoded by the batch codec into one exact-size
  * buffer that is transferred, not copied; control elements travel as small objects. Credit-based flow control:
  * the sender has at most `capacity` messages in flight and the receiver returns a credit for each one it takes.
  */
-type BatchTuple = [values: unknown[], timestamps: number[], split: string | null, offsets: number[] | null];
-/** A batch on the wire: msgpackr bytes, or the batch itself for the structured clone (see encodeBatch). */
-export type BatchWire = { b: Uint8Array } | { v: BatchTuple };
 type Wire = BatchWire | { c: Exclude<StreamElement<unknown>, { kind: 'batch' }> } | { credit: number };
-
-const packr = new Packr({ useRecords: true, moreTypes: true });
-
-/**
- * msgpackr writes strings as UTF-8, which cannot hold a lone surrogate ("\uD800x" from a JSON "\ud800" escape): it
- * writes U+FFFD instead, so across threads such a string would change (and its key land in the wrong key group),
- * while in one thread it stays as it was. Every lone surrogate therefore leaves these bytes in the encoding.
- */
-const REPLACEMENT_CHARACTER_UTF8 = Buffer.from([0xef, 0xbf, 0xbd]);
-
-/**
- * A batch as it crosses the port: msgpackr bytes (transferred), or, when the bytes contain a U+FFFD, the batch
- * itself for the structured clone, which keeps strings as UTF-16 so lone surrogates survive. The check is one
- * native byte search over the encoding (no walk over the values); batches with real U+FFFD characters take the
- * slower clone too, and arrive the same.
- */
-export function encodeBatch(batch: RecordBatch<unknown>): BatchWire {
-  const tuple: BatchTuple = [batch.values, batch.timestamps, batch.split ?? null, batch.offsets ?? null];
-  const packed = packr.pack(tuple);
-  if (packed.indexOf(REPLACEMENT_CHARACTER_UTF8) >= 0) return { v: tuple };
-  // packr reuses a large buffer; copy out exactly the bytes so only they are transferred.
-  return { b: Uint8Array.prototype.slice.call(packed, 0, packed.length) as Uint8Array };
-}
-
-export function decodeBatch(wire: BatchWire): RecordBatch<unknown> {
-  const [values, timestamps, split, offsets] = 'v' in wire ? wire.v : (packr.unpack(wire.b) as BatchTuple);
-  return { values, timestamps, split: split ?? undefined, offsets: offsets ?? undefined };
-}
 
 export class PortSender implements ChannelSender {
   private inFlight = 0;
@@ -119,7 +88,7 @@ export class PortReceiver implements ChannelReceiver {
   constructor(private readonly port: MessagePort) {
     port.on('message', (msg: Wire) => {
       if (this.closed) return;
-      if ('b' in msg || 'v' in msg) this.queue.push({ kind: 'batch', batch: decodeBatch(msg) });
+      if (isBatchWire(msg)) this.queue.push({ kind: 'batch', batch: decodeBatch(msg) });
       else if ('c' in msg) this.queue.push(msg.c);
       else return;
       this.listener?.();

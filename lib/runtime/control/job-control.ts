@@ -30,6 +30,8 @@ export interface JobDetails extends JobOverview {
   readonly durationMs: number;
   /** The job's default parallelism (`--parallelism`); vertices may differ. */
   readonly parallelism: number;
+  /** Worker threads running the subtasks (`--threads`): subtask s of every operator runs on thread s % workerThreads. */
+  readonly workerThreads: number;
   readonly maxParallelism: number;
   readonly vertices: readonly VertexView[];
   /** Records read by all sources in the current attempt (a restart counts again from its checkpoint). */

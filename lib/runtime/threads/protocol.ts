@@ -6,6 +6,7 @@ import type { CheckpointMetadata, TaskId, TaskStateHandle } from '../../checkpoi
 import type { TaskMetrics } from '../task-metrics.ts';
 import type { StateBackendConfig } from '../state-backend-config.ts';
 import type { SerializedError } from './remote-error.ts';
+import type { PlacementTable } from '../placement.ts';
 
 /** What the coordinating thread gives each worker thread. */
 export interface WorkerInit {
@@ -15,6 +16,8 @@ export interface WorkerInit {
   readonly thread: number;
   /** The fencing token of this attempt, the same in every thread. */
   readonly fencing: FencingToken;
+  /** The worker thread of every task (vertex id -> thread of each subtask), the same table in every thread. */
+  readonly placement: PlacementTable;
   readonly fingerprint: string;
   readonly splits: [number, SourceSplit[]][];
   readonly ports: Record<string, MessagePort>;

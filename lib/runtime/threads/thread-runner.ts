@@ -1,4 +1,5 @@
 import { operatorStateRecords } from '../../graph/operator-records.ts';
+import { availableParallelism } from 'node:os';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { assertNotFenced, JobFailedError, type FencingToken } from '../../core/index.ts';
@@ -8,7 +9,8 @@ import { buildPhysicalPlan, type PhysicalPlan } from '../../graph/physical-plan.
 import type { SourceSplit } from '../../connectors/source.ts';
 import { buildJob, loadJobModule } from '../load-job.ts';
 import { computeSplits } from '../in-thread-runner.ts';
-import { crossThreadChannels } from '../task-deployment.ts';
+import { crossWorkerChannels } from '../channel-wiring.ts';
+import { placementOf, placementTable, roundRobinPlacement, workerThreadCount, type PlacementTable } from '../placement.ts';
 import { summarize, type JobResult } from '../job-result.ts';
 import type { TaskMetrics } from '../task-metrics.ts';
 import {
@@ -53,6 +55,12 @@ export interface ThreadedRunOptions {
   restart?: RestartStrategy;
   /** Where keyed state lives. @default in memory */
   stateBackend?: StateBackendConfig;
+  /**
+   * Worker threads that run the subtasks: subtask s of every operator runs on thread s % threads. Above the
+   * highest parallelism it is lowered to it (a thread would have nothing to run).
+   * @default min(highest parallelism, os.availableParallelism())
+   */
+  threads?: number;
   /** Progress lines (restores, restarts, skipped checkpoints). @default stderr */
   log?: (line: string) => void;
   /**
@@ -79,6 +87,8 @@ interface AttemptSetup {
   readonly restoredFrom: string | undefined;
   /** The token of this attempt, given to every worker thread. */
   readonly fencing: FencingToken;
+  /** The worker thread of every task. */
+  readonly placement: PlacementTable;
 }
 
 interface AttemptOutcome {
@@ -88,8 +98,9 @@ interface AttemptOutcome {
 }
 
 /**
- * Runs a job module on worker threads: subtask i of every operator runs on thread i (so parallelism N uses N
- * threads), with channels between threads over MessagePorts. The first failing task fails the attempt and every
+ * Runs a job module on worker threads: subtask i of every operator runs on thread i % threads (by default one
+ * thread per processor, at most one per subtask index), with in-memory channels within a thread and MessagePorts
+ * between threads. The first failing task fails the attempt and every
  * thread is stopped; with checkpointing, the job restarts from its latest complete checkpoint. A stop with a
  * savepoint ends the job early, successfully.
  */
@@ -99,6 +110,7 @@ export async function runOnThreads(options: ThreadedRunOptions): Promise<JobResu
   const env = await buildJob(definition, options.flags, options.jobOptions);
   const plan = buildPhysicalPlan(env.graph, env.options);
   const splits = await computeSplits(plan);
+  const threads = workerThreadCount(plan, availableParallelism(), options.threads);
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const config = options.checkpointing;
   const stateBackend = compileStateBackendConfig(options.stateBackend);
@@ -108,27 +120,36 @@ export async function runOnThreads(options: ThreadedRunOptions): Promise<JobResu
     stateDir: stateBackend.kind === 'rocksdb' ? stateBackend.dir : undefined,
   });
   try {
-    return await runLocked(options, definition.name, plan, splits, started, env.options.parallelism, log);
+    return await runLocked(options, definition.name, { plan, splits, threads }, started, env.options.parallelism, log);
   } finally {
     await locks.release();
   }
 }
 
+/** What every attempt of a run deploys: the plan, its splits and the worker threads that run it. */
+interface Deployment {
+  readonly plan: PhysicalPlan;
+  readonly splits: Map<number, SourceSplit[]>;
+  readonly threads: number;
+}
+
 async function runLocked(
   options: ThreadedRunOptions,
   name: string,
-  plan: PhysicalPlan,
-  splits: Map<number, SourceSplit[]>,
+  deployment: Deployment,
   started: number,
   parallelism: number,
   log: (line: string) => void,
 ): Promise<JobResult> {
+  const { plan, splits } = deployment;
+  const placement = placementTable(plan, roundRobinPlacement(deployment.threads));
   const config = options.checkpointing;
   const prepared = config === undefined ? undefined : await prepareCheckpointing(config, plan, log);
   const job = new ThreadedJob({
     name,
     plan,
     parallelism,
+    workerThreads: deployment.threads,
     startTime: started,
     checkpointing:
       config === undefined || prepared === undefined
@@ -139,8 +160,8 @@ async function runLocked(
   try {
     const outcome =
       config === undefined || prepared === undefined
-        ? await runAttempt({ options, plan, splits, restoreFrom: undefined, restoreDir: undefined, driver: undefined, broadcast: { send() {} }, job, restoredFrom: undefined, fencing: issueFencingToken(undefined) })
-        : await runWithCheckpoints(options, config, prepared, plan, splits, job, log);
+        ? await runAttempt({ options, plan, splits, placement, restoreFrom: undefined, restoreDir: undefined, driver: undefined, broadcast: { send() {} }, job, restoredFrom: undefined, fencing: issueFencingToken(undefined) })
+        : await runWithCheckpoints(options, config, prepared, plan, splits, placement, job, log);
     job.ended(outcome.metrics, outcome.savepoint);
     const result = summarize(started, outcome.metrics);
     return outcome.savepoint === undefined ? result : { ...result, stoppedWithSavepoint: outcome.savepoint.path };
@@ -156,6 +177,7 @@ function runWithCheckpoints(
   prepared: PreparedCheckpointing,
   plan: PhysicalPlan,
   splits: Map<number, SourceSplit[]>,
+  placement: PlacementTable,
   job: ThreadedJob,
   log: (line: string) => void,
 ): Promise<AttemptOutcome> {
@@ -197,7 +219,7 @@ function runWithCheckpoints(
       previous = driver;
       const restoreDir = restoreFrom !== undefined && restoreFrom === prepared.external?.metadata ? prepared.external.dir : undefined;
       try {
-        return await runAttempt({ options, plan, splits, restoreFrom, restoreDir, driver, broadcast, job, restoredFrom, fencing });
+        return await runAttempt({ options, plan, splits, placement, restoreFrom, restoreDir, driver, broadcast, job, restoredFrom, fencing });
       } catch (err) {
         job.attemptFailed();
         throw err;
@@ -215,12 +237,12 @@ function runWithCheckpoints(
  */
 async function runAttempt(setup: AttemptSetup): Promise<AttemptOutcome> {
   const { options, plan, driver } = setup;
-  const threads = Math.max(...plan.vertices.map((v) => v.parallelism));
+  const threads = 1 + Math.max(0, ...setup.placement.flat());
   const portsOf: Record<string, MessagePort>[] = Array.from({ length: threads }, () => ({}));
-  for (const ch of crossThreadChannels(plan, (s) => s)) {
+  for (const ch of crossWorkerChannels(plan, placementOf(setup.placement))) {
     const { port1, port2 } = new MessageChannel();
-    portsOf[ch.producer]![ch.key] = port1;
-    portsOf[ch.consumer]![ch.key] = port2;
+    portsOf[ch.producerWorker]![ch.key] = port1;
+    portsOf[ch.consumerWorker]![ch.key] = port2;
   }
   const workers: Worker[] = [];
   setup.broadcast.send = (message) => {
@@ -239,6 +261,7 @@ async function runAttempt(setup: AttemptSetup): Promise<AttemptOutcome> {
       jobOptions: options.jobOptions,
       thread,
       fencing: setup.fencing,
+      placement: setup.placement,
       fingerprint: plan.fingerprint,
       splits: [...setup.splits.entries()],
       ports: portsOf[thread]!,

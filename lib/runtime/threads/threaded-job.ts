@@ -21,6 +21,8 @@ export interface ThreadedJobInfo {
   readonly name: string;
   readonly plan: PhysicalPlan;
   readonly parallelism: number;
+  /** Worker threads that run the job's subtasks. */
+  readonly workerThreads: number;
   readonly startTime: number;
   readonly checkpointing: JobDetails['checkpointing'];
 }
@@ -95,6 +97,7 @@ export class ThreadedJob implements JobControl {
       startTime: this.info.startTime,
       durationMs: Date.now() - this.info.startTime,
       parallelism: this.info.parallelism,
+      workerThreads: this.info.workerThreads,
       maxParallelism: plan.maxParallelism,
       vertices: plan.vertices.map((v) => ({ id: v.id, name: v.name, parallelism: v.parallelism })),
       recordsRead: recordsRead(this.lastMetrics),

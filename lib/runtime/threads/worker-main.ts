@@ -8,7 +8,9 @@ import { buildJob, loadJobModule } from '../load-job.ts';
 import { NO_CHECKPOINTS, type CheckpointParticipant } from '../checkpointing/participant.ts';
 import { CheckpointHub } from '../checkpointing/checkpoint-hub.ts';
 import { loadRestoredJob } from '../checkpointing/restore-plan.ts';
-import { deployTasks, type DeployedTask } from '../task-deployment.ts';
+import { deployTasks, staticSplitEnumerator, verticesOn, type DeployedTask } from '../task-deployment.ts';
+import { ThreadChannelFactory } from '../channels/thread-channel-factory.ts';
+import { placementOf } from '../placement.ts';
 import { createStateServices } from '../state-services.ts';
 import { runTasks } from '../run-tasks.ts';
 import { serializeError } from './remote-error.ts';
@@ -19,7 +21,7 @@ import { registerStorageSchemes } from '../../storage/storage-locations.ts';
 const port = parentPort!;
 const post = (message: WorkerMessage): void => port.postMessage(message);
 
-/** One worker thread: rebuilds the job from its module and runs the subtasks assigned to this thread. */
+/** One worker thread: rebuilds the job from its module and runs the subtasks the placement puts on this thread. */
 async function main(init: WorkerInit): Promise<WorkerMessage> {
   const job = await loadJobModule(init.modulePath);
   const env = await buildJob(job, init.flags, init.jobOptions);
@@ -29,6 +31,7 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
       `worker thread ${init.thread} built a different job graph than the coordinating thread: the job's build() must be deterministic (same operators and parallelism for the same flags)`,
     );
   }
+  const placement = placementOf(init.placement);
   let tasks: DeployedTask[] = [];
   const early: BarrierElement[] = [];
   let checkpoints: CheckpointParticipant = NO_CHECKPOINTS;
@@ -66,7 +69,7 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
     for (const message of pending.splice(0)) onCheckpointMessage(message);
     checkpoints = hub;
     if (init.restoreFrom !== undefined) {
-      const mine = new Set(plan.vertices.filter((v) => v.parallelism > init.thread).map((v) => v.id));
+      const mine = verticesOn(plan, placement, init.thread);
       const reader = init.restoreDir === undefined ? storage : new SnapshotDirectory(init.restoreDir);
       restored = await loadRestoredJob(reader, init.restoreFrom, plan, mine);
     }
@@ -74,10 +77,10 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
   tasks = deployTasks({
     plan,
     options: env.options,
-    splits: new Map(init.splits),
-    thread: init.thread,
-    threadOf: (subtask) => subtask,
-    ports: new Map(Object.entries(init.ports)),
+    worker: init.thread,
+    placement,
+    channels: new ThreadChannelFactory(init.thread, new Map(Object.entries(init.ports)), env.options.channelCapacity),
+    splits: staticSplitEnumerator(plan, new Map(init.splits)),
     services: await createStateServices(init.stateBackend, jobKeyOf(plan.fingerprint)),
     clock: systemClock,
     checkpoints,

@@ -89,17 +89,39 @@ describe('sluice run', () => {
     expect(text(h.err)).toBe('sluice: job "totals" finished: 5,000 records read in 1.00 s (5,000 events/s)\n');
   });
 
-  it('warns once, and still runs, when --parallelism is above the processors the machine offers', async () => {
+  it('warns once, and still runs, when --threads is above the processors the machine offers', async () => {
     const h = harness({ processors: 2 });
-    expect(await runCli(['run', 'jobs/totals.ts', '--input', 'x', '--parallelism', '3'], h.deps)).toBe(ExitCode.ok);
+    expect(await runCli(['run', 'jobs/totals.ts', '--input', 'x', '--parallelism', '3', '--threads', '3'], h.deps)).toBe(ExitCode.ok);
     expect(h.runs).toHaveLength(1);
+    expect(h.runs[0]?.threads).toBe(3);
     const warnings = text(h.err).split('\n').filter((l) => l.startsWith('warning:'));
     expect(warnings).toEqual([
-      'warning: --parallelism 3 is more than the 2 processors this machine offers: each subtask index runs on its own worker thread, so 3 threads share them: the job runs, but CPU-bound work gets no faster than at --parallelism 2',
+      'warning: --threads 3 is more than the 2 processors this machine offers: the threads take turns on them: the job runs, but CPU-bound work gets no faster than with --threads 2',
     ]);
     const atCores = harness({ processors: 2 });
-    expect(await runCli(['run', 'jobs/totals.ts', '--input', 'x', '--parallelism', '2'], atCores.deps)).toBe(ExitCode.ok);
+    expect(await runCli(['run', 'jobs/totals.ts', '--input', 'x', '--parallelism', '3', '--threads', '2'], atCores.deps)).toBe(ExitCode.ok);
     expect(text(atCores.err)).not.toContain('warning:');
+  });
+
+  it('does not warn when --parallelism alone is above the processors: subtasks share the default threads', async () => {
+    const h = harness({ processors: 2 });
+    expect(await runCli(['run', 'jobs/totals.ts', '--input', 'x', '--parallelism', '100'], h.deps)).toBe(ExitCode.ok);
+    expect(h.runs).toHaveLength(1);
+    expect(h.runs[0]?.threads).toBeUndefined();
+    expect(text(h.err)).not.toContain('warning:');
+    // Threads beyond the parallelism would have nothing to run: they are not counted against the processors.
+    const clamped = harness({ processors: 2 });
+    expect(await runCli(['run', 'jobs/totals.ts', '--input', 'x', '--parallelism', '2', '--threads', '8'], clamped.deps)).toBe(ExitCode.ok);
+    expect(text(clamped.err)).not.toContain('warning:');
+  });
+
+  it('exits 2 before running on a --threads that is not a positive integer', async () => {
+    for (const bad of ['0', '-1', '1.5', 'two']) {
+      const h = harness();
+      expect(await runCli(['run', 'jobs/totals.ts', '--input', 'x', '--threads', bad], h.deps)).toBe(ExitCode.usage);
+      expect(text(h.err)).toMatch(/--threads/);
+      expect(h.runs).toHaveLength(0);
+    }
   });
 
   it('accepts --flag=value and common flags before the job', async () => {

@@ -1,7 +1,8 @@
 import { MessageChannel } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import type { RecordBatch, StreamElement } from '../../../lib/core/index.ts';
-import { PortReceiver, PortSender, encodeBatch } from '../../../lib/runtime/channels/port-channel.ts';
+import { PortReceiver, PortSender } from '../../../lib/runtime/channels/port-channel.ts';
+import { encodeBatch } from '../../../lib/runtime/channels/batch-codec.ts';
 
 /** Sends `batch` through a real MessagePort channel and returns what the receiving side polls. */
 async function roundTrip(batch: RecordBatch<unknown>): Promise<RecordBatch<unknown>> {
