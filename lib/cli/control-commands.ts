@@ -2,7 +2,7 @@ import { ConfigError } from '../core/index.ts';
 import type { CheckpointView, JobOverview, SavepointView } from '../runtime/control/job-control.ts';
 import { ExitCode } from './exit-codes.ts';
 import { readRestEndpoint, restEndpointPath } from './rest-endpoint-file.ts';
-import { isRemoteLocation } from '../runtime/checkpointing/open-checkpoint-storage.ts';
+import { isRemoteLocation } from '../runtime/restore/open-checkpoint-storage.ts';
 import { RestRequestError, requestJson } from './rest-client.ts';
 
 export type ControlCommand = 'checkpoints' | 'savepoint' | 'stop';

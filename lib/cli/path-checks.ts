@@ -1,4 +1,4 @@
-import { isRemoteLocation } from '../runtime/checkpointing/open-checkpoint-storage.ts';
+import { isRemoteLocation } from '../runtime/restore/open-checkpoint-storage.ts';
 import { checkOutputDirectory } from '../connectors/local/output-file-checks.ts';
 import { DEFAULT_STATE_DIR } from '../runtime/state-backend-config.ts';
 import type { RunSettings } from './run-settings.ts';

@@ -1,6 +1,6 @@
 import type { MessagePort } from 'node:worker_threads';
 import { SluiceError, type BarrierElement, type Clock } from '../core/index.ts';
-import type { CompiledJobOptions } from '../api/job-options.ts';
+import type { CompiledJobOptions } from '../contracts/job-options.ts';
 import type { PhysicalEdge, PhysicalPlan } from '../graph/physical-plan.ts';
 import type { SourceSplit } from '../connectors/source.ts';
 import { splitsOfSubtask } from '../connectors/split-assignment.ts';
@@ -14,8 +14,8 @@ import { runChainTask } from './chain-task.ts';
 import { runSourceTask } from './source-task.ts';
 import type { TaskMetrics } from './task-metrics.ts';
 import { LateDropWarnings } from './late-drop-warnings.ts';
-import { CheckpointRequests, type CheckpointParticipant } from './checkpointing/participant.ts';
-import { restoredTask, type RestoredJob } from './checkpointing/restore-plan.ts';
+import { CheckpointRequests, type CheckpointParticipant } from './checkpoint-driver/participant.ts';
+import { restoredTask, type RestoredJob } from './restore/restore-plan.ts';
 import type { SplitWatermarksSnapshot } from './split-watermarks.ts';
 import type { AlignmentLink } from './alignment/alignment-link.ts';
 

@@ -9,7 +9,7 @@ import {
   type Key,
   type RecordBatch,
 } from '../../core/index.ts';
-import type { ProcessJoinContext, ProcessJoinFunction } from '../../api/join-functions.ts';
+import type { ProcessJoinContext, ProcessJoinFunction } from '../../contracts/join-functions.ts';
 import type { KeyedStateBackend } from '../../state/index.ts';
 import type { Operator, OperatorContext } from '../operator.ts';
 import type { Output } from '../output.ts';
@@ -19,7 +19,7 @@ import {
   keyedRuntimeContext,
   userFunctionError,
 } from '../process/process-contexts.ts';
-import type { InternalTimerService, Timer } from '../timer-service.ts';
+import type { InternalTimerService, Timer } from '../../state/timers/timer-service.ts';
 import { fireTimerRounds, withBatchKeys } from '../read-ahead.ts';
 
 /** The context handed to the join function, reused for every pair: the operator sets its fields before each call. */

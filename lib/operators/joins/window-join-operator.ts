@@ -1,5 +1,5 @@
 import { ConfigError, type Key, type OutputTag, type RecordBatch } from '../../core/index.ts';
-import type { ProcessWindowJoinFunction } from '../../api/join-functions.ts';
+import type { ProcessWindowJoinFunction } from '../../contracts/join-functions.ts';
 import type { Operator, OperatorContext } from '../operator.ts';
 import type { Output } from '../output.ts';
 import { requireAllowedLateness } from '../windows/allowed-lateness.ts';

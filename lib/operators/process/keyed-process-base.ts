@@ -7,12 +7,12 @@ import {
   type Key,
   type RecordBatch,
 } from '../../core/index.ts';
-import type { Collector, KeyedRuntimeContext, OnTimerContext } from '../../api/functions.ts';
+import type { Collector, KeyedRuntimeContext, OnTimerContext } from '../../contracts/functions.ts';
 import type { KeyedStateBackend } from '../../state/index.ts';
 import type { Operator, OperatorContext } from '../operator.ts';
 import type { Output } from '../output.ts';
 import { afterwards, fireTimerRounds } from '../read-ahead.ts';
-import type { InternalTimerService, Timer } from '../timer-service.ts';
+import type { InternalTimerService, Timer } from '../../state/timers/timer-service.ts';
 import {
   BufferingCollector,
   KeyedElementContext,

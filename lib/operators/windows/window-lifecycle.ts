@@ -12,7 +12,7 @@ import type { KeyedStateBackend } from '../../state/index.ts';
 import type { OperatorContext } from '../operator.ts';
 import type { Output } from '../output.ts';
 import { afterwards, fireTimerRounds, withBatchKeys } from '../read-ahead.ts';
-import type { InternalTimerService, Timer } from '../timer-service.ts';
+import type { InternalTimerService, Timer } from '../../state/timers/timer-service.ts';
 import { createWindowLogic } from './create-window-logic.ts';
 import type { FiringEnv } from './fired-window-context.ts';
 import type { LateRecordRoute } from './late-record-route.ts';

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { JobFailedError } from '../../core/index.ts';
-import type { JobOptions } from '../../api/job-options.ts';
+import type { JobOptions } from '../../contracts/job-options.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
 import { buildPhysicalPlan, type PhysicalPlan } from '../../graph/physical-plan.ts';
 import type { SourceSplit } from '../../connectors/source.ts';
@@ -17,17 +17,17 @@ import {
   checkRestartStrategy,
   type CheckpointingConfig,
   type RestartStrategy,
-} from '../checkpointing/checkpointing-config.ts';
+} from '../checkpoint-driver/checkpointing-config.ts';
 import {
   prepareCheckpointing,
   restartOrigin,
   restoredFromLine,
   retainedCheckpointIds,
   type PreparedCheckpointing,
-} from '../checkpointing/prepare-checkpointing.ts';
-import { EmbeddedCheckpointDriver } from '../checkpointing/embedded-driver.ts';
-import { allTasks, runAttempts, sourceTasks } from '../checkpointing/attempts.ts';
-import { writeRestoreMarker } from '../checkpointing/restore-marker.ts';
+} from '../restore/prepare-checkpointing.ts';
+import { EmbeddedCheckpointDriver } from '../checkpoint-driver/embedded-driver.ts';
+import { allTasks, runAttempts, sourceTasks } from '../restarts/attempts.ts';
+import { writeRestoreMarker } from '../restore/restore-marker.ts';
 import type { JobControl, SavepointView } from '../control/job-control.ts';
 import { JobNotRunningError } from '../control/control-errors.ts';
 import { RemoteTaskError } from './remote-error.ts';

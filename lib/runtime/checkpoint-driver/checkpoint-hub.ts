@@ -6,7 +6,7 @@ import { encodeTaskSnapshot } from '../../storage/task-state-codec.ts';
 import type { TaskSnapshot } from '../../storage/task-snapshot.ts';
 import { yieldToEventLoop } from '../yield.ts';
 import type { CheckpointParticipant } from './participant.ts';
-import { crashPoint } from './fault-injection.ts';
+import { crashPoint } from '../../core/fault-injection.ts';
 
 /** What a thread's hub reports to the coordinator (directly in-thread, by message from a worker thread). */
 export interface CoordinatorLink {

@@ -5,7 +5,7 @@ import { planRestore, type CorruptCheckpoint, type RestoreStart } from '../../ch
 import type { PhysicalPlan } from '../../graph/physical-plan.ts';
 import type { CheckpointStorage, TaskStateReader } from '../../storage/checkpoint-storage.ts';
 import { FileSavepointStorage } from '../../storage/fs/file-savepoint-storage.ts';
-import { DEFAULT_SAVEPOINT_SUBDIR, type CheckpointingConfig } from './checkpointing-config.ts';
+import { DEFAULT_SAVEPOINT_SUBDIR, type CheckpointingConfig } from '../checkpoint-driver/checkpointing-config.ts';
 import { openExternalRestore, type ExternalRestore } from './external-restore.ts';
 import { RESTORE_MARKER_FILE, readRestoreMarker, removeRestoreMarker, writeRestoreMarker, type RestoreMarker } from './restore-marker.ts';
 import { checkCompatible } from './restore-plan.ts';

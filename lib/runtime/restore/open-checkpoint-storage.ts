@@ -1,8 +1,8 @@
 import { ConfigError } from '../../core/index.ts';
 import type { CheckpointStorage } from '../../storage/checkpoint-storage.ts';
 import { FileCheckpointStorage } from '../../storage/fs/file-checkpoint-storage.ts';
-import { injectsDiskFull } from './fault-injection.ts';
-import { DiskFullFaults } from './faulty-storage.ts';
+import { injectsDiskFull } from '../../core/fault-injection.ts';
+import { DiskFullFaults } from '../test-faults/faulty-storage.ts';
 
 /** Whether a checkpoint location is an object store URI rather than a local folder. */
 export function isRemoteLocation(location: string): boolean {

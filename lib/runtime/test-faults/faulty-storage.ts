@@ -2,7 +2,7 @@ import { checkpointDirName, metadataPath } from '../../checkpoint/naming.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
 import type { CheckpointStorage, StoredCheckpoint } from '../../storage/checkpoint-storage.ts';
 import { CheckpointIoError } from '../../storage/errors.ts';
-import { diskFullPoint } from './fault-injection.ts';
+import { diskFullPoint } from '../../core/fault-injection.ts';
 
 /**
  * Checkpoint storage whose writes fail as on a full disk where SLUICE_FAIL_AT=checkpoint-write:<n>[+] says (see
