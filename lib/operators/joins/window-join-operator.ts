@@ -71,10 +71,6 @@ class KeyedWindowJoinOperator<IN1, IN2, K extends Key, OUT>
       allowedLatenessMs: spec.allowedLatenessMs,
       lateRoutes: [leftLate, rightLate],
       unkeyedMessage: `window join "${name}" has no keyed state or timers: key both inputs before joining them`,
-      invalidKeyError: (key) =>
-        new TypeError(
-          `the key selector returned ${String(key)} (${typeof key}); keys must be strings or finite numbers`,
-        ),
       missingTimestampError: (time) =>
         new ConfigError(
           `window join "${name}" uses event time, but a record has no valid timestamp (${time}); assign ` +

@@ -1,5 +1,6 @@
 import {
   InternalError,
+  InvalidKeyError,
   isValidKey,
   MAX_WATERMARK,
   NO_TIMESTAMP,
@@ -139,7 +140,7 @@ export abstract class KeyedProcessBase<K extends Key, IN, OUT> implements Operat
         this.ctx,
         this.name,
         originAt(batch, index),
-        new TypeError(`the key selector returned ${String(key)}; keys must be strings or finite numbers`),
+        new InvalidKeyError(key),
       );
     }
     this.state.setCurrentKey(key);

@@ -3,6 +3,7 @@ import {
   MIN_WATERMARK,
   SluiceError,
   UserFunctionError,
+  InvalidKeyError,
   isValidKey,
   originAt,
   type Key,
@@ -31,7 +32,6 @@ export interface WindowLifecycleConfig {
   readonly lateRoutes: readonly Pick<LateRecordRoute<unknown>, 'dropped' | 'flush' | 'discard'>[];
   /** The ConfigError message when the operator is opened without keyed state or timers. */
   readonly unkeyedMessage: string;
-  invalidKeyError(key: unknown): Error;
   missingTimestampError(time: number): Error;
 }
 
@@ -129,7 +129,7 @@ export abstract class WindowLifecycle<K extends Key, OUT> implements FiringEnv<O
       for (; i < n; i++) {
         const value = values[i] as V;
         const key = keySelector(value);
-        if (!isValidKey(key)) throw this.config.invalidKeyError(key);
+        if (!isValidKey(key)) throw new UserFunctionError(this.name, this.ctx.subtask, originAt(batch, i), new InvalidKeyError(key));
         let time = now;
         if (isEventTime) {
           time = timestamps[i] as number;
