@@ -5,6 +5,7 @@ import {
   MAX_WATERMARK,
   NO_TIMESTAMP,
   originAt,
+  SluiceError,
   type Key,
   type RecordBatch,
 } from '../../core/index.ts';
@@ -94,7 +95,8 @@ export abstract class KeyedProcessBase<K extends Key, IN, OUT> implements Operat
           this.ctx,
           this.name,
           undefined,
-          new Error(
+          new SluiceError(
+            'RUNAWAY_TIMERS',
             'event-time timers kept being registered from onTimer under the final watermark (end of input); ' +
               'stop re-registering periodic timers when ctx.timerService.currentWatermark() is +Infinity',
           ),
