@@ -10,7 +10,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { keyGroupOf } from '../lib/core/index.ts';
-import { HeapTimerService } from '../lib/operators/heap-timer-service.ts';
+import { HeapTimerService } from '../lib/state/timers/heap-timer-service.ts';
 import {
   aggregatingState,
   isPendingKeyedSnapshot,

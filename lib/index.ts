@@ -29,18 +29,18 @@ export type {
   ProcessJoinContext,
   ProcessWindowJoinFunction,
   RetentionTimeDomain,
-} from './api/join-functions.ts';
+} from './contracts/join-functions.ts';
 export {
   WatermarkStrategy,
   DEFAULT_MAX_ALLOWED_DRIFT_MS,
   DEFAULT_ALIGNMENT_UPDATE_INTERVAL_MS,
-} from './api/watermark-strategy.ts';
-export type { WatermarkGenerator, TimestampAssigner, WatermarkAlignment } from './api/watermark-strategy.ts';
+} from './contracts/watermark-strategy.ts';
+export type { WatermarkGenerator, TimestampAssigner, WatermarkAlignment } from './contracts/watermark-strategy.ts';
 export { defineJob } from './api/job.ts';
 export type { JobDefinition, FlagSpec, FlagSpecs, ParsedFlags } from './api/job.ts';
-export type { JobOptions } from './api/job-options.ts';
-export type * from './api/functions.ts';
-export type { CollectionSourceOptions } from './api/collection-source.ts';
+export type { JobOptions } from './contracts/job-options.ts';
+export type * from './contracts/functions.ts';
+export type { CollectionSourceOptions } from './connectors/local/collection-source.ts';
 
 export {
   valueState,

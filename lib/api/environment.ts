@@ -1,10 +1,10 @@
 import { ConfigError } from '../core/index.ts';
 import type { Source } from '../connectors/source.ts';
 import { LogicalGraph } from '../graph/logical-graph.ts';
-import { compileJobOptions, type CompiledJobOptions, type JobOptions } from './job-options.ts';
+import { compileJobOptions, type CompiledJobOptions, type JobOptions } from '../contracts/job-options.ts';
 import { DataStream } from './streams.ts';
-import type { WatermarkStrategy } from './watermark-strategy.ts';
-import { collectionSource, type CollectionSourceOptions } from './collection-source.ts';
+import type { WatermarkStrategy } from '../contracts/watermark-strategy.ts';
+import { collectionSource, type CollectionSourceOptions } from '../connectors/local/collection-source.ts';
 
 /**
  * Where a job is built: sources are added here, and every stream derived from them records its operators in the

@@ -5,13 +5,13 @@ import { createWindowJoinOperator, validateWindowJoinSpec } from '../operators/j
 import { IntervalJoinOperator, validateIntervalBounds } from '../operators/joins/interval-join-operator.ts';
 import { processJoinOfPairs, windowJoinOfPairs } from '../operators/joins/join-function-adapters.ts';
 import { RegularJoinOperator, validateRetention, type StateRetention } from '../operators/joins/regular-join-operator.ts';
-import type { KeySelector } from './functions.ts';
+import type { KeySelector } from '../contracts/functions.ts';
 import type {
   JoinFunction,
   ProcessJoinFunction,
   ProcessWindowJoinFunction,
   RetentionTimeDomain,
-} from './join-functions.ts';
+} from '../contracts/join-functions.ts';
 import type { DataStream, KeyedStream } from './streams.ts';
 import { windowMeaning } from './state-meaning.ts';
 

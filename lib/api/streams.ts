@@ -31,8 +31,8 @@ import type {
   ProcessWindowFunction,
   WindowResult,
   WindowResultFunction,
-} from './functions.ts';
-import type { WatermarkStrategy } from './watermark-strategy.ts';
+} from '../contracts/functions.ts';
+import type { WatermarkStrategy } from '../contracts/watermark-strategy.ts';
 import { IntervalJoin, JoinedStreams, RegularJoin, requireSameEnvironment } from './joins.ts';
 
 type AnyOperator = Operator<unknown, unknown>;

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { ConfigError } from '../core/index.ts';
 import type { JobRecordStore } from '../storage/checkpoint-storage.ts';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../storage/fs/durable-fs.ts';
+import { RestRequestError } from './rest-client.ts';
 
 /**
  * `<checkpoint-dir>/rest.json`: where the REST API of the job checkpointing into that folder listens, so that
@@ -50,7 +51,7 @@ export async function readRestEndpoint(checkpointDir: string): Promise<RestEndpo
     throw err;
   }
   const value = JSON.parse(text) as Partial<RestEndpoint>;
-  if (typeof value.url !== 'string' || typeof value.pid !== 'number') throw new Error(`${file} does not name a REST endpoint`);
+  if (typeof value.url !== 'string' || typeof value.pid !== 'number') throw new RestRequestError(`${file} does not name a REST endpoint`, undefined);
   return value as RestEndpoint;
 }
 

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { CommanderError } from 'commander';
 import { ConfigError } from '../core/index.ts';
 import type { JobDefinition } from '../api/job.ts';
-import { compileJobOptions, type JobOptions } from '../api/job-options.ts';
+import { compileJobOptions, type JobOptions } from '../contracts/job-options.ts';
 import type { JobResult } from '../runtime/job-result.ts';
 import type { JobControl } from '../runtime/control/job-control.ts';
 import { startRestServer, type RestServer } from '../runtime/control/rest-server.ts';

@@ -1,5 +1,5 @@
 import { ConfigError } from '../core/index.ts';
-import type { CheckpointingConfig, RestartStrategy } from '../runtime/checkpointing/checkpointing-config.ts';
+import type { CheckpointingConfig, RestartStrategy } from '../runtime/checkpoint-driver/checkpointing-config.ts';
 import { compileStateBackendConfig, type StateBackendConfig } from '../runtime/state-backend-config.ts';
 
 /** Checkpointing, restarts and the REST API as the common flags set them. */

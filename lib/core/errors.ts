@@ -7,11 +7,57 @@ export interface SluiceErrorOptions {
   retriable?: boolean;
 }
 
+/**
+ * Every error code Sluice throws, one per kind of failure. Scripts and tests branch on `code`, so a new kind of
+ * error adds its code here (the compiler then refuses a misspelt one); a task error from another thread keeps its
+ * code (see isErrorCode).
+ */
+export const ERROR_CODES = [
+  'APPEND_COMMIT',
+  'CANCELLED',
+  'CHECKPOINT_CORRUPT',
+  'CHECKPOINT_IO',
+  'CHECKPOINTING_FAILED',
+  'CONFIG',
+  'DYNAMODB_SINK',
+  'ENOSPC',
+  'FENCED',
+  'INJECTED_FAILURE',
+  'INTERNAL',
+  'INVALID_KEY',
+  'INVALID_TIMESTAMP',
+  'JOB_FAILED',
+  'JOB_NOT_RUNNING',
+  'KINESIS_SINK',
+  'KINESIS_SOURCE',
+  'NON_FINITE_NUMBER',
+  'PART_FILE_COMMIT',
+  'REST_REQUEST',
+  'RUNAWAY_TIMERS',
+  'S3_DEAD_LETTER',
+  'S3_REQUEST',
+  'SAVEPOINT_FAILED',
+  'STATE_CORRUPT',
+  'STATE_ENCODE',
+  'STATE_IO',
+  'TASK_FAILED',
+  'USER_FUNCTION',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+const KNOWN_CODES: ReadonlySet<string> = new Set(ERROR_CODES);
+
+/** Whether a code read from outside the type system (a message from another thread) is one of ours. */
+export function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === 'string' && KNOWN_CODES.has(code);
+}
+
 export class SluiceError extends Error {
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly retriable: boolean;
 
-  constructor(code: string, message: string, options: SluiceErrorOptions = {}) {
+  constructor(code: ErrorCode, message: string, options: SluiceErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;
@@ -59,6 +105,13 @@ export class UserFunctionError extends SluiceError {
 export class JobFailedError extends SluiceError {
   constructor(message: string, cause: unknown) {
     super('JOB_FAILED', message, { cause, retriable: true });
+  }
+}
+
+/** A wait ended because the job is being cancelled, not because anything failed. */
+export class CancelledError extends SluiceError {
+  constructor(message = 'cancelled') {
+    super('CANCELLED', message);
   }
 }
 

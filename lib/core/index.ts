@@ -4,4 +4,5 @@ export * from './time.ts';
 export * from './batch.ts';
 export * from './elements.ts';
 export * from './key-group.ts';
+export * from './key-validation.ts';
 export * from './output-tag.ts';

@@ -63,7 +63,3 @@ export function keyGroupRangeForSubtask(subtask: number, parallelism: number, ma
 export function keyGroupRangeContains(range: KeyGroupRange, keyGroup: number): boolean {
   return keyGroup >= range.start && keyGroup <= range.end;
 }
-
-export function isValidKey(key: unknown): key is Key {
-  return typeof key === 'string' || (typeof key === 'number' && Number.isFinite(key));
-}

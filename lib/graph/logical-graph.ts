@@ -1,7 +1,7 @@
 import { ConfigError, type Key } from '../core/index.ts';
 import type { Operator } from '../operators/operator.ts';
 import type { Source } from '../connectors/source.ts';
-import type { WatermarkStrategy } from '../api/watermark-strategy.ts';
+import type { WatermarkStrategy } from '../contracts/watermark-strategy.ts';
 import type { StateMeaning } from '../checkpoint/types.ts';
 
 /** How records of an edge are distributed over the downstream subtasks. */

@@ -1,5 +1,5 @@
 import { ConfigError } from '../core/index.ts';
-import type { CompiledJobOptions } from '../api/job-options.ts';
+import type { CompiledJobOptions } from '../contracts/job-options.ts';
 import type { LogicalGraph, LogicalNode, OperatorNode, PartitionerSpec, SourceNode } from './logical-graph.ts';
 
 /** A network edge between two vertices, with its partitioner resolved. */

@@ -1,7 +1,7 @@
 import type { Clock, FencingToken, KeyGroupRange, RecordBatch } from '../core/index.ts';
 import type { KeyedStateBackend } from '../state/index.ts';
 import type { Output } from './output.ts';
-import type { InternalTimerService } from './timer-service.ts';
+import type { InternalTimerService } from '../state/timers/timer-service.ts';
 
 /** What the runtime gives an operator subtask when it opens. */
 export interface OperatorContext {

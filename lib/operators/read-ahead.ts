@@ -1,6 +1,6 @@
 import { isValidKey, type Key } from '../core/index.ts';
 import type { KeyedStateBackend } from '../state/index.ts';
-import type { Timer } from './timer-service.ts';
+import type { Timer } from '../state/timers/timer-service.ts';
 
 /**
  * Asks the backend to read ahead the keys of a batch (KeyedStateBackend.prefetch), once per batch. Backends

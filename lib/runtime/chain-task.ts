@@ -5,7 +5,7 @@ import { WatermarkValve } from './watermark-valve.ts';
 import { yieldToEventLoop } from './yield.ts';
 import type { TaskMetrics } from './task-metrics.ts';
 import type { LateDropWarnings } from './late-drop-warnings.ts';
-import type { CheckpointParticipant } from './checkpointing/participant.ts';
+import type { CheckpointParticipant } from './checkpoint-driver/participant.ts';
 import { waitingForFirstBarrier, type AlignmentState, type AlignmentStep } from '../checkpoint/barrier-aligner.ts';
 
 export interface ChainTaskSetup {

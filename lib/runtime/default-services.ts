@@ -1,6 +1,6 @@
 import type { KeyGroupRange } from '../core/index.ts';
 import { MemoryKeyedStateBackend } from '../state/memory/memory-backend.ts';
-import { HeapTimerService } from '../operators/heap-timer-service.ts';
+import { HeapTimerService } from '../state/timers/heap-timer-service.ts';
 import type { KeyedServices } from './operator-chain.ts';
 
 /** The embedded default: keyed state in memory, timers on a heap. */

@@ -1,5 +1,5 @@
 import { SluiceError, type BarrierElement, type Clock, type FencingToken } from '../core/index.ts';
-import type { CompiledJobOptions } from '../api/job-options.ts';
+import type { CompiledJobOptions } from '../contracts/job-options.ts';
 import type { PhysicalPlan, Vertex } from '../graph/physical-plan.ts';
 import type { SourceSplit } from '../connectors/source.ts';
 import type { SplitEnumerator } from '../connectors/split-enumerator.ts';
@@ -12,8 +12,8 @@ import { runChainTask } from './chain-task.ts';
 import { runSourceTask } from './source-task.ts';
 import type { TaskMetrics } from './task-metrics.ts';
 import { LateDropWarnings } from './late-drop-warnings.ts';
-import { CheckpointRequests, type CheckpointParticipant } from './checkpointing/participant.ts';
-import { restoredTask, type RestoredJob } from './checkpointing/restore-plan.ts';
+import { CheckpointRequests, type CheckpointParticipant } from './checkpoint-driver/participant.ts';
+import { restoredTask, type RestoredJob } from './restore/restore-plan.ts';
 import type { SplitWatermarksSnapshot } from './split-watermarks.ts';
 
 /** What every task of a worker shares. */

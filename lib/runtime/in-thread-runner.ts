@@ -4,27 +4,27 @@ import type { StreamEnvironment } from '../api/environment.ts';
 import { buildPhysicalPlan, type PhysicalPlan } from '../graph/physical-plan.ts';
 import type { SourceSplit } from '../connectors/source.ts';
 import type { KeyedServices } from './operator-chain.ts';
-import { NO_CHECKPOINTS } from './checkpointing/participant.ts';
+import { NO_CHECKPOINTS } from './checkpoint-driver/participant.ts';
 import { deployTasks, staticSplitEnumerator, type DeployedTask } from './task-deployment.ts';
 import { ThreadChannelFactory } from './channels/thread-channel-factory.ts';
 import { memoryServices } from './default-services.ts';
 import { runTasks } from './run-tasks.ts';
 import { summarize, type JobResult } from './job-result.ts';
-import { DEFAULT_RESTART_STRATEGY, checkRestartStrategy, type CheckpointingConfig, type RestartStrategy } from './checkpointing/checkpointing-config.ts';
+import { DEFAULT_RESTART_STRATEGY, checkRestartStrategy, type CheckpointingConfig, type RestartStrategy } from './checkpoint-driver/checkpointing-config.ts';
 import {
   prepareCheckpointing,
   restartOrigin,
   restoreReader,
   restoredFromLine,
   retainedCheckpointIds,
-} from './checkpointing/prepare-checkpointing.ts';
-import { EmbeddedCheckpointDriver } from './checkpointing/embedded-driver.ts';
-import type { CheckpointDriver } from './checkpointing/checkpoint-driver.ts';
+} from './restore/prepare-checkpointing.ts';
+import { EmbeddedCheckpointDriver } from './checkpoint-driver/embedded-driver.ts';
+import type { CheckpointDriver } from './checkpoint-driver/checkpoint-driver.ts';
 import type { FencingToken } from '../core/fencing.ts';
-import { CheckpointHub } from './checkpointing/checkpoint-hub.ts';
-import { loadRestoredJob, type RestoredJob } from './checkpointing/restore-plan.ts';
+import { CheckpointHub } from './checkpoint-driver/checkpoint-hub.ts';
+import { loadRestoredJob, type RestoredJob } from './restore/restore-plan.ts';
 import { lockJobFolders } from './job-folder-locks.ts';
-import { allTasks, runAttempts, sourceTasks } from './checkpointing/attempts.ts';
+import { allTasks, runAttempts, sourceTasks } from './restarts/attempts.ts';
 import { AlignmentGroups, alignmentMembers } from './alignment/alignment-groups.ts';
 import { highestRecordedEpoch, issueFencingToken } from './fencing-epochs.ts';
 import { LocalAlignmentLink } from './alignment/alignment-link.ts';

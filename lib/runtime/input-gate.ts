@@ -1,4 +1,4 @@
-import type { StreamElement } from '../core/index.ts';
+import { CancelledError, type StreamElement } from '../core/index.ts';
 import type { ChannelReceiver } from './channels/channel.ts';
 
 export type GateEvent =
@@ -49,7 +49,7 @@ export class InputGate {
 
   /** Makes a waiting or later `take` throw: the job is being cancelled. */
   fail(reason: unknown): void {
-    this.failure = reason ?? new Error('cancelled');
+    this.failure = reason ?? new CancelledError();
     this.notify();
   }
 

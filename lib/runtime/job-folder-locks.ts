@@ -1,6 +1,6 @@
 import type { StorageLease } from '../storage/checkpoint-storage.ts';
 import { DirectoryLock } from '../storage/fs/directory-lock.ts';
-import { isRemoteLocation, openCheckpointStorage } from './checkpointing/open-checkpoint-storage.ts';
+import { isRemoteLocation, openCheckpointStorage } from './restore/open-checkpoint-storage.ts';
 
 /** The locks a running job holds on its folders; released when the job ends (a killed job's are taken over). */
 export interface JobFolderLocks {

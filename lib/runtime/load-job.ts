@@ -4,7 +4,7 @@ import { extname, resolve } from 'node:path';
 import { ConfigError } from '../core/index.ts';
 import { StreamEnvironment } from '../api/environment.ts';
 import { isJobDefinition, type JobDefinition } from '../api/job.ts';
-import type { JobOptions } from '../api/job-options.ts';
+import type { JobOptions } from '../contracts/job-options.ts';
 
 /** Imports a job module and checks that its default export is a job made with defineJob. */
 export async function loadJobModule(modulePath: string): Promise<JobDefinition> {

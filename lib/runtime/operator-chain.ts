@@ -10,10 +10,10 @@ import {
 import type { OperatorNode } from '../graph/logical-graph.ts';
 import type { Operator, OperatorContext } from '../operators/operator.ts';
 import type { IdleAwareOutput } from '../operators/output.ts';
-import type { InternalTimerService, TimerKeyGroupSnapshot } from '../operators/timer-service.ts';
+import type { InternalTimerService, TimerKeyGroupSnapshot } from '../state/timers/timer-service.ts';
 import type { KeyedStateBackend, KeyedStateHandle, PendingKeyedSnapshot, SharedStateStore } from '../state/index.ts';
 import type { RecordWriter } from './record-writer.ts';
-import { failPoint } from './checkpointing/fault-injection.ts';
+import { failPoint } from '../core/fault-injection.ts';
 import { trackStateDeclarations, type DeclaredState } from './state-declarations.ts';
 
 /** Which operator subtask a keyed state backend serves: file-based backends name their local directory after it. */

@@ -1,4 +1,4 @@
-import { UserFunctionError, keyGroupOf, originAt, subtaskForKeyGroup, type ControlElement, type Key, type RecordBatch } from '../core/index.ts';
+import { UserFunctionError, checkKey, keyGroupOf, originAt, subtaskForKeyGroup, type ControlElement, type Key, type RecordBatch } from '../core/index.ts';
 import type { PartitionerSpec } from '../graph/logical-graph.ts';
 import type { ChannelSender } from './channels/channel.ts';
 
@@ -68,10 +68,7 @@ export class RecordWriter {
     try {
       for (; i < src.length; i++) {
         const v = src[i];
-        const key = keySelector(v);
-        if (typeof key !== 'string' && typeof key !== 'number') {
-          throw new TypeError(`key selector returned ${typeof key}; keys must be strings or numbers`);
-        }
+        const key = checkKey(keySelector(v));
         const target = table[keyGroupOf(key, maxParallelism)] as number;
         values[target]!.push(v);
         timestamps[target]!.push(batch.timestamps[i] as number);

@@ -9,7 +9,7 @@ import {
   type FencingToken,
 } from '../core/index.ts';
 import { assignTimestamps, type InvalidTimestamp } from '../operators/basic/assign-timestamps.ts';
-import type { WatermarkGenerator } from '../api/watermark-strategy.ts';
+import type { WatermarkGenerator } from '../contracts/watermark-strategy.ts';
 import type { SourceNode } from '../graph/logical-graph.ts';
 import type { SourceReader, SourceSplit } from '../connectors/source.ts';
 import type { InputGate } from './input-gate.ts';
@@ -18,7 +18,7 @@ import { SplitWatermarks, type SplitWatermarksSnapshot } from './split-watermark
 import { yieldToEventLoop } from './yield.ts';
 import type { TaskMetrics } from './task-metrics.ts';
 import type { LateDropWarnings } from './late-drop-warnings.ts';
-import type { CheckpointParticipant, CheckpointRequests } from './checkpointing/participant.ts';
+import type { CheckpointParticipant, CheckpointRequests } from './checkpoint-driver/participant.ts';
 import { alignmentMember, resolveAlignment } from './alignment/alignment-groups.ts';
 import type { AlignmentLink } from './alignment/alignment-link.ts';
 import { SourceAlignment } from './alignment/source-alignment.ts';

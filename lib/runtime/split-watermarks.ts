@@ -1,6 +1,6 @@
 import type { RecordBatch } from '../core/index.ts';
 import { assignTimestamps, type InvalidTimestamp } from '../operators/basic/assign-timestamps.ts';
-import type { WatermarkGenerator, WatermarkStrategy } from '../api/watermark-strategy.ts';
+import type { WatermarkGenerator, WatermarkStrategy } from '../contracts/watermark-strategy.ts';
 
 export interface SplitWatermarksSnapshot {
   readonly emitted: number;

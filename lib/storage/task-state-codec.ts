@@ -1,7 +1,7 @@
 import { constants as bufferConstants } from 'node:buffer';
 import { crc32 } from 'node:zlib';
 import { Packr } from 'msgpackr';
-import { packKeepingLoneSurrogates } from '../state/files/lone-surrogate-strings.ts';
+import { packKeepingLoneSurrogates } from '../state/snapshot-format/lone-surrogate-strings.ts';
 import { CheckpointCorruptError, StateEncodeError } from './errors.ts';
 import type { TaskSnapshot } from './task-snapshot.ts';
 

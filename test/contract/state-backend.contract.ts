@@ -16,7 +16,7 @@ import {
   type Key,
   type KeyGroupRange,
 } from '../../lib/core/index.ts';
-import { readHandleEntries } from '../../lib/state/files/handle-entries.ts';
+import { readHandleEntries } from '../../lib/state/snapshot-format/handle-entries.ts';
 import {
   aggregatingState,
   isFileKeyedStateSnapshot,

@@ -15,7 +15,7 @@ import {
   type Key,
   type KeyGroupRange,
 } from '../../lib/core/index.ts';
-import type { InternalTimerService, Timer, TimerKeyGroupSnapshot } from '../../lib/operators/timer-service.ts';
+import type { InternalTimerService, Timer, TimerKeyGroupSnapshot } from '../../lib/state/timers/timer-service.ts';
 import {
   isPendingKeyedSnapshot,
   valueState,

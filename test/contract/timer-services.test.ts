@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
 import { afterAll } from 'vitest';
-import { HeapTimerService } from '../../lib/operators/heap-timer-service.ts';
+import { HeapTimerService } from '../../lib/state/timers/heap-timer-service.ts';
 import { MemoryKeyedStateBackend } from '../../lib/state/memory/memory-backend.ts';
 import { RocksDbKeyedStateBackend } from '../../lib/state/rocksdb/index.ts';
 import { fastTempDir } from '../unit/state/rocksdb-test-env.ts';

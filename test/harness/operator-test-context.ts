@@ -34,7 +34,7 @@ import {
   type OutputTag,
   type RecordBatch,
 } from '../../lib/core/index.ts';
-import { HeapTimerService, type TimerKeyGroupSnapshot } from '../../lib/operators/heap-timer-service.ts';
+import { HeapTimerService, type TimerKeyGroupSnapshot } from '../../lib/state/timers/heap-timer-service.ts';
 import type { Operator, OperatorContext } from '../../lib/operators/operator.ts';
 import type { Output } from '../../lib/operators/output.ts';
 import { MemoryKeyedStateBackend } from '../../lib/state/memory/memory-backend.ts';

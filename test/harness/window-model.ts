@@ -20,7 +20,7 @@
  *   model.firings  // { key, window, elements (arrival order), timestamp: end - 1, cause }[] in emission order
  *   model.late     // { value, timestamp }[] in arrival order
  */
-import type { TimeWindow } from '../../lib/api/functions.ts';
+import type { TimeWindow } from '../../lib/contracts/functions.ts';
 import type { Key } from '../../lib/core/index.ts';
 
 export type ModelAssigner =

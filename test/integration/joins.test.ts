@@ -12,7 +12,7 @@ import {
   WatermarkStrategy,
   type DataStream,
 } from '../../lib/index.ts';
-import { collectionSource } from '../../lib/api/collection-source.ts';
+import { collectionSource } from '../../lib/connectors/local/collection-source.ts';
 
 /**
  * The three joins end to end: two collection sources with their own watermarks and random batch boundaries,

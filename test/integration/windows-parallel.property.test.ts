@@ -11,7 +11,7 @@ import {
   EventTimeSessionWindows,
   type WindowAssigner,
 } from '../../lib/index.ts';
-import { collectionSource } from '../../lib/api/collection-source.ts';
+import { collectionSource } from '../../lib/connectors/local/collection-source.ts';
 import { runWindowModel, type ModelAssigner, type ModelBatch } from '../harness/window-model.ts';
 
 /**

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { ConfigError, keyGroupOf, keyGroupRangeForSubtask } from '../../lib/core/index.ts';
-import { HeapTimerService } from '../../lib/operators/heap-timer-service.ts';
-import type { Timer } from '../../lib/operators/timer-service.ts';
+import { HeapTimerService } from '../../lib/state/timers/heap-timer-service.ts';
+import type { Timer } from '../../lib/state/timers/timer-service.ts';
 
 const MAX_P = 128;
 const service = (): HeapTimerService => new HeapTimerService({ maxParallelism: MAX_P });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { batchOf, OutputTag, UserFunctionError } from '../../lib/core/index.ts';
-import type { KeyedCoProcessFunction } from '../../lib/api/functions.ts';
+import type { KeyedCoProcessFunction } from '../../lib/contracts/functions.ts';
 import { KeyedCoProcessOperator } from '../../lib/operators/process/keyed-co-process-operator.ts';
 import { valueState, type ValueState } from '../../lib/state/index.ts';
 import { OperatorTestHarness } from '../harness/operator-test-context.ts';

@@ -7,7 +7,7 @@ import {
   OutputTag,
   UserFunctionError,
 } from '../../lib/core/index.ts';
-import type { KeyedProcessFunction, KeyedRuntimeContext } from '../../lib/api/functions.ts';
+import type { KeyedProcessFunction, KeyedRuntimeContext } from '../../lib/contracts/functions.ts';
 import { KeyedProcessOperator } from '../../lib/operators/process/keyed-process-operator.ts';
 import { valueState, type ValueState } from '../../lib/state/index.ts';
 import { OperatorTestHarness } from '../harness/operator-test-context.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { batchOf, OutputTag, UserFunctionError } from '../../lib/core/index.ts';
-import type { CoProcessFunction, ProcessFunction, RuntimeContext } from '../../lib/api/functions.ts';
+import type { CoProcessFunction, ProcessFunction, RuntimeContext } from '../../lib/contracts/functions.ts';
 import { CoProcessOperator } from '../../lib/operators/process/co-process-operator.ts';
 import { ProcessOperator } from '../../lib/operators/process/process-operator.ts';
 import { OperatorTestHarness } from '../harness/operator-test-context.ts';

@@ -180,7 +180,7 @@ export class JsonlSplitReader<T> {
       closeSync(fd);
     }
     this.options.counters.recordsRead--;
-    this.reject(raw, offset, new Error(reason), line);
+    this.reject(raw, offset, reason, line);
     return true;
   }
 

@@ -3,7 +3,7 @@ import type { Stats } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { InternalError, SluiceError } from '../../core/index.ts';
 import type { PartFileCommittable } from './part-file.ts';
-import { crashPoint } from '../../runtime/checkpointing/fault-injection.ts';
+import { crashPoint } from '../../core/fault-injection.ts';
 
 /**
  * Why a part file cannot be committed: 'lost' (neither its pending nor its final file exists), 'conflict' (a

@@ -9,7 +9,7 @@ import {
   selectFromBatch,
   type RecordBatch,
 } from '../../core/index.ts';
-import type { TimestampAssigner, WatermarkGenerator } from '../../api/watermark-strategy.ts';
+import type { TimestampAssigner, WatermarkGenerator } from '../../contracts/watermark-strategy.ts';
 
 /** A record whose event timestamp is invalid: its index in the batch, the value and why (invalidTimestampReason). */
 export interface InvalidTimestamp {

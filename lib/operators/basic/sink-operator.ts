@@ -9,7 +9,7 @@ import {
   type TwoPhaseCommitSinkWriter,
 } from '../../connectors/sink.ts';
 import type { Operator, OperatorContext } from '../operator.ts';
-import { crashPoint } from '../../runtime/checkpointing/fault-injection.ts';
+import { crashPoint } from '../../core/fault-injection.ts';
 
 /** A committable waiting for its checkpoint to complete, as kept in operator state. */
 interface PendingCommittable {

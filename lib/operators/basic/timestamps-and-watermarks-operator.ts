@@ -1,6 +1,6 @@
 import { InvalidTimestampError, MAX_WATERMARK, originAt, type RecordBatch } from '../../core/index.ts';
 import { assignTimestamps, type InvalidTimestamp } from './assign-timestamps.ts';
-import type { WatermarkGenerator, WatermarkStrategy } from '../../api/watermark-strategy.ts';
+import type { WatermarkGenerator, WatermarkStrategy } from '../../contracts/watermark-strategy.ts';
 import type { Operator, OperatorContext } from '../operator.ts';
 import type { IdleAwareOutput, Output } from '../output.ts';
 

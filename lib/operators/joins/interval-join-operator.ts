@@ -1,7 +1,7 @@
 import { ConfigError, type Key, type OutputTag, type RecordBatch } from '../../core/index.ts';
-import type { ProcessJoinFunction } from '../../api/join-functions.ts';
+import type { ProcessJoinFunction } from '../../contracts/join-functions.ts';
 import type { KeyedStateBackend } from '../../state/index.ts';
-import type { Timer } from '../timer-service.ts';
+import type { Timer } from '../../state/timers/timer-service.ts';
 import { LateRecordRoute } from '../windows/late-record-route.ts';
 import { JoinBuffer } from './join-buffer.ts';
 import { KeyedJoinBase } from './keyed-join-base.ts';

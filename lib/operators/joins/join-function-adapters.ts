@@ -1,5 +1,5 @@
 import type { Key } from '../../core/index.ts';
-import type { JoinFunction, ProcessJoinFunction, ProcessWindowJoinFunction } from '../../api/join-functions.ts';
+import type { JoinFunction, ProcessJoinFunction, ProcessWindowJoinFunction } from '../../contracts/join-functions.ts';
 
 /** A window join emitting fn(first, second) for every pair of the window (Flink's join: a cross product per key). */
 export function windowJoinOfPairs<T1, T2, R, K extends Key>(fn: JoinFunction<T1, T2, R>): ProcessWindowJoinFunction<T1, T2, R, K> {

@@ -1,5 +1,6 @@
 import {
   ConfigError,
+  InvalidKeyError,
   isValidKey,
   MIN_WATERMARK,
   NO_TIMESTAMP,
@@ -9,7 +10,7 @@ import {
   type Key,
   type RecordBatch,
 } from '../../core/index.ts';
-import type { ProcessJoinContext, ProcessJoinFunction } from '../../api/join-functions.ts';
+import type { ProcessJoinContext, ProcessJoinFunction } from '../../contracts/join-functions.ts';
 import type { KeyedStateBackend } from '../../state/index.ts';
 import type { Operator, OperatorContext } from '../operator.ts';
 import type { Output } from '../output.ts';
@@ -19,7 +20,7 @@ import {
   keyedRuntimeContext,
   userFunctionError,
 } from '../process/process-contexts.ts';
-import type { InternalTimerService, Timer } from '../timer-service.ts';
+import type { InternalTimerService, Timer } from '../../state/timers/timer-service.ts';
 import { fireTimerRounds, withBatchKeys } from '../read-ahead.ts';
 
 /** The context handed to the join function, reused for every pair: the operator sets its fields before each call. */
@@ -142,7 +143,7 @@ export abstract class KeyedJoinBase<IN1, IN2, K extends Key, OUT> implements Ope
   protected selectKey<V>(selector: (value: V) => K, value: V): K {
     const key = selector(value);
     if (!isValidKey(key)) {
-      throw new TypeError(`the key selector returned ${String(key)} (${typeof key}); keys must be strings or finite numbers`);
+      throw new InvalidKeyError(key);
     }
     this.backend.setCurrentKey(key);
     this.pair.currentKey = key;
@@ -163,7 +164,9 @@ export abstract class KeyedJoinBase<IN1, IN2, K extends Key, OUT> implements Ope
   /** Drops what the failed batch produced and names the record it failed on. */
   protected failOnRecord(batch: RecordBatch<unknown>, index: number, err: unknown): Error {
     this.discard();
-    return err instanceof SluiceError ? err : new UserFunctionError(this.name, this.ctx.subtask, originAt(batch, index), err);
+    // An invalid key is the key selector's fault: it gets the operator and the record like any other user error.
+    const passThrough = err instanceof SluiceError && !(err instanceof InvalidKeyError);
+    return passThrough ? err : new UserFunctionError(this.name, this.ctx.subtask, originAt(batch, index), err);
   }
 
   protected discard(): void {

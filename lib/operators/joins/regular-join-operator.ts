@@ -1,8 +1,8 @@
 import { ConfigError, type Key, type RecordBatch } from '../../core/index.ts';
-import type { ProcessJoinFunction, RetentionTimeDomain } from '../../api/join-functions.ts';
+import type { ProcessJoinFunction, RetentionTimeDomain } from '../../contracts/join-functions.ts';
 import type { KeyedStateBackend } from '../../state/index.ts';
 import { afterwards } from '../read-ahead.ts';
-import type { Timer } from '../timer-service.ts';
+import type { Timer } from '../../state/timers/timer-service.ts';
 import { WindowTimers } from '../windows/window-timers.ts';
 import { JoinBuffer } from './join-buffer.ts';
 import { KeyedJoinBase } from './keyed-join-base.ts';

@@ -1,5 +1,5 @@
-import type { TimeWindow } from '../../api/functions.ts';
-import type { ProcessWindowJoinFunction } from '../../api/join-functions.ts';
+import type { TimeWindow } from '../../contracts/functions.ts';
+import type { ProcessWindowJoinFunction } from '../../contracts/join-functions.ts';
 import type { Key } from '../../core/index.ts';
 import { listState, type InternalListState, type KeyedStateBackend, type Namespace } from '../../state/index.ts';
 import {

@@ -1,5 +1,5 @@
 import { ConfigError, type Key, type OutputTag, type RecordBatch } from '../../core/index.ts';
-import type { ProcessWindowJoinFunction } from '../../api/join-functions.ts';
+import type { ProcessWindowJoinFunction } from '../../contracts/join-functions.ts';
 import type { Operator, OperatorContext } from '../operator.ts';
 import type { Output } from '../output.ts';
 import { requireAllowedLateness } from '../windows/allowed-lateness.ts';
@@ -71,10 +71,6 @@ class KeyedWindowJoinOperator<IN1, IN2, K extends Key, OUT>
       allowedLatenessMs: spec.allowedLatenessMs,
       lateRoutes: [leftLate, rightLate],
       unkeyedMessage: `window join "${name}" has no keyed state or timers: key both inputs before joining them`,
-      invalidKeyError: (key) =>
-        new TypeError(
-          `the key selector returned ${String(key)} (${typeof key}); keys must be strings or finite numbers`,
-        ),
       missingTimestampError: (time) =>
         new ConfigError(
           `window join "${name}" uses event time, but a record has no valid timestamp (${time}); assign ` +

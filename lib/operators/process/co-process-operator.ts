@@ -1,5 +1,5 @@
 import type { RecordBatch } from '../../core/index.ts';
-import type { CoProcessFunction } from '../../api/functions.ts';
+import type { CoProcessFunction } from '../../contracts/functions.ts';
 import type { TwoInputOperator } from '../operator.ts';
 import { NonKeyedProcessBase } from './process-operator.ts';
 

@@ -1,5 +1,5 @@
 import type { Key, RecordBatch } from '../../core/index.ts';
-import type { KeyedCoProcessFunction } from '../../api/functions.ts';
+import type { KeyedCoProcessFunction } from '../../contracts/functions.ts';
 import type { TwoInputOperator } from '../operator.ts';
 import { withBatchKeys } from '../read-ahead.ts';
 import { KeyedProcessBase } from './keyed-process-base.ts';

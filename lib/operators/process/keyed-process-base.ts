@@ -1,18 +1,20 @@
 import {
   InternalError,
+  InvalidKeyError,
   isValidKey,
   MAX_WATERMARK,
   NO_TIMESTAMP,
   originAt,
+  SluiceError,
   type Key,
   type RecordBatch,
 } from '../../core/index.ts';
-import type { Collector, KeyedRuntimeContext, OnTimerContext } from '../../api/functions.ts';
+import type { Collector, KeyedRuntimeContext, OnTimerContext } from '../../contracts/functions.ts';
 import type { KeyedStateBackend } from '../../state/index.ts';
 import type { Operator, OperatorContext } from '../operator.ts';
 import type { Output } from '../output.ts';
 import { afterwards, fireTimerRounds } from '../read-ahead.ts';
-import type { InternalTimerService, Timer } from '../timer-service.ts';
+import type { InternalTimerService, Timer } from '../../state/timers/timer-service.ts';
 import {
   BufferingCollector,
   KeyedElementContext,
@@ -93,7 +95,8 @@ export abstract class KeyedProcessBase<K extends Key, IN, OUT> implements Operat
           this.ctx,
           this.name,
           undefined,
-          new Error(
+          new SluiceError(
+            'RUNAWAY_TIMERS',
             'event-time timers kept being registered from onTimer under the final watermark (end of input); ' +
               'stop re-registering periodic timers when ctx.timerService.currentWatermark() is +Infinity',
           ),
@@ -139,7 +142,7 @@ export abstract class KeyedProcessBase<K extends Key, IN, OUT> implements Operat
         this.ctx,
         this.name,
         originAt(batch, index),
-        new TypeError(`the key selector returned ${String(key)}; keys must be strings or finite numbers`),
+        new InvalidKeyError(key),
       );
     }
     this.state.setCurrentKey(key);

@@ -1,5 +1,5 @@
 import type { Key, RecordBatch } from '../../core/index.ts';
-import type { KeyedProcessFunction } from '../../api/functions.ts';
+import type { KeyedProcessFunction } from '../../contracts/functions.ts';
 import { withBatchKeys } from '../read-ahead.ts';
 import { KeyedProcessBase } from './keyed-process-base.ts';
 

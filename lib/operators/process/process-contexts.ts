@@ -16,11 +16,11 @@ import type {
   ProcessContext,
   RuntimeContext,
   TimerService,
-} from '../../api/functions.ts';
+} from '../../contracts/functions.ts';
 import { VOID_NAMESPACE, type KeyedStateBackend } from '../../state/index.ts';
 import type { OperatorContext } from '../operator.ts';
 import type { Output } from '../output.ts';
-import type { InternalTimerService } from '../timer-service.ts';
+import type { InternalTimerService } from '../../state/timers/timer-service.ts';
 
 /**
  * The pieces the process-function operators share: a collector that buffers one output batch (plus side-output

@@ -1,5 +1,5 @@
 import { originAt, type RecordBatch } from '../../core/index.ts';
-import type { Collector, ProcessContext, ProcessFunction, RuntimeContext } from '../../api/functions.ts';
+import type { Collector, ProcessContext, ProcessFunction, RuntimeContext } from '../../contracts/functions.ts';
 import type { Operator, OperatorContext } from '../operator.ts';
 import type { Output } from '../output.ts';
 import { BufferingCollector, ElementContext, runtimeContext, userFunctionError } from './process-contexts.ts';

@@ -1,4 +1,4 @@
-import type { Collector, ProcessWindowContext, TimeWindow } from '../../api/functions.ts';
+import type { Collector, ProcessWindowContext, TimeWindow } from '../../contracts/functions.ts';
 import type { Key, OutputTag } from '../../core/index.ts';
 import type { InternalListState } from '../../state/index.ts';
 import type { WindowEmitter } from './window-emitter.ts';

@@ -1,6 +1,6 @@
 import { InternalError, type Key } from '../../core/index.ts';
 import { VOID_NAMESPACE, valueState, type InternalValueState, type KeyedStateBackend } from '../../state/index.ts';
-import type { Timer } from '../timer-service.ts';
+import type { Timer } from '../../state/timers/timer-service.ts';
 import type { WindowContents } from './window-contents.ts';
 import type { WindowLogic } from './window-logic.ts';
 import type { WindowTimers } from './window-timers.ts';

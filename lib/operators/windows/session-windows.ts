@@ -1,4 +1,4 @@
-import type { TimeWindow } from '../../api/functions.ts';
+import type { TimeWindow } from '../../contracts/functions.ts';
 import { requirePositiveDuration } from './assigner-validation.ts';
 import type { SessionWindowAssigner } from './window-assigner.ts';
 

@@ -1,5 +1,5 @@
 import type { Key } from '../../core/index.ts';
-import type { Timer } from '../timer-service.ts';
+import type { Timer } from '../../state/timers/timer-service.ts';
 import type { WindowContents } from './window-contents.ts';
 import type { WindowLogic } from './window-logic.ts';
 import { greatestCommonDivisor, windowStart } from './window-math.ts';

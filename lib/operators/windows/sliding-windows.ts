@@ -1,4 +1,4 @@
-import type { TimeWindow } from '../../api/functions.ts';
+import type { TimeWindow } from '../../contracts/functions.ts';
 import { ConfigError } from '../../core/index.ts';
 import { requireOffset, requirePositiveDuration } from './assigner-validation.ts';
 import type { SlidingWindowAssigner } from './window-assigner.ts';

@@ -1,4 +1,4 @@
-import type { TimeWindow } from '../../api/functions.ts';
+import type { TimeWindow } from '../../contracts/functions.ts';
 import { requireOffset, requirePositiveDuration } from './assigner-validation.ts';
 import type { TumblingWindowAssigner } from './window-assigner.ts';
 import { windowStart } from './window-math.ts';

@@ -1,4 +1,4 @@
-import type { TimeWindow } from '../../api/functions.ts';
+import type { TimeWindow } from '../../contracts/functions.ts';
 
 /**
  * What the window operator needs to know about an assigner. The operator switches on `kind` and reads the

@@ -1,4 +1,4 @@
-import type { ProcessWindowFunction, TimeWindow, WindowResultFunction } from '../../api/functions.ts';
+import type { ProcessWindowFunction, TimeWindow, WindowResultFunction } from '../../contracts/functions.ts';
 import type { Key } from '../../core/index.ts';
 import {
   aggregatingState,

@@ -3,6 +3,7 @@ import {
   MIN_WATERMARK,
   SluiceError,
   UserFunctionError,
+  InvalidKeyError,
   isValidKey,
   originAt,
   type Key,
@@ -12,7 +13,7 @@ import type { KeyedStateBackend } from '../../state/index.ts';
 import type { OperatorContext } from '../operator.ts';
 import type { Output } from '../output.ts';
 import { afterwards, fireTimerRounds, withBatchKeys } from '../read-ahead.ts';
-import type { InternalTimerService, Timer } from '../timer-service.ts';
+import type { InternalTimerService, Timer } from '../../state/timers/timer-service.ts';
 import { createWindowLogic } from './create-window-logic.ts';
 import type { FiringEnv } from './fired-window-context.ts';
 import type { LateRecordRoute } from './late-record-route.ts';
@@ -31,7 +32,6 @@ export interface WindowLifecycleConfig {
   readonly lateRoutes: readonly Pick<LateRecordRoute<unknown>, 'dropped' | 'flush' | 'discard'>[];
   /** The ConfigError message when the operator is opened without keyed state or timers. */
   readonly unkeyedMessage: string;
-  invalidKeyError(key: unknown): Error;
   missingTimestampError(time: number): Error;
 }
 
@@ -129,7 +129,7 @@ export abstract class WindowLifecycle<K extends Key, OUT> implements FiringEnv<O
       for (; i < n; i++) {
         const value = values[i] as V;
         const key = keySelector(value);
-        if (!isValidKey(key)) throw this.config.invalidKeyError(key);
+        if (!isValidKey(key)) throw new UserFunctionError(this.name, this.ctx.subtask, originAt(batch, i), new InvalidKeyError(key));
         let time = now;
         if (isEventTime) {
           time = timestamps[i] as number;

@@ -1,5 +1,5 @@
 import type { Key } from '../../core/index.ts';
-import type { Timer } from '../timer-service.ts';
+import type { Timer } from '../../state/timers/timer-service.ts';
 
 /**
  * How one family of windows (fixed-size or sessions) assigns elements and reacts to timers. The operator sets the

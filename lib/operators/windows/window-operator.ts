@@ -69,8 +69,6 @@ class KeyedWindowOperator<IN, K extends Key, OUT> extends WindowLifecycle<K, OUT
       lateRoutes: [late],
       unkeyedMessage:
         `window operator "${name}" has no keyed state or timers: key the stream (keyBy) before windowing it`,
-      invalidKeyError: (key) =>
-        new TypeError(`key selector returned ${String(key)} (${typeof key}); keys must be strings or finite numbers`),
       missingTimestampError: (time) =>
         new ConfigError(
           `window operator "${name}" uses event time, but a record has no valid timestamp (${time}); assign ` +

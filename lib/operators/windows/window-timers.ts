@@ -1,6 +1,6 @@
 import type { Key } from '../../core/index.ts';
 import type { Namespace } from '../../state/index.ts';
-import type { InternalTimerService } from '../timer-service.ts';
+import type { InternalTimerService } from '../../state/timers/timer-service.ts';
 
 /**
  * The window operator's timers in its one time domain. Processing-time timers also need a wake-up from the task:

@@ -2,7 +2,7 @@ import {
   DEFAULT_ALIGNMENT_UPDATE_INTERVAL_MS,
   DEFAULT_MAX_ALLOWED_DRIFT_MS,
   type WatermarkAlignment,
-} from '../../api/watermark-strategy.ts';
+} from '../../contracts/watermark-strategy.ts';
 import type { SourceNode } from '../../graph/logical-graph.ts';
 import type { PhysicalPlan } from '../../graph/physical-plan.ts';
 

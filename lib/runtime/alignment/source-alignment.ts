@@ -1,4 +1,4 @@
-import type { WatermarkAlignment } from '../../api/watermark-strategy.ts';
+import type { WatermarkAlignment } from '../../contracts/watermark-strategy.ts';
 import type { AlignmentLink } from './alignment-link.ts';
 
 /** Which splits to stop and to start reading again. */

@@ -1,6 +1,6 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { BarrierElement, FencingToken } from '../../core/index.ts';
-import type { JobOptions } from '../../api/job-options.ts';
+import type { JobOptions } from '../../contracts/job-options.ts';
 import type { SourceSplit } from '../../connectors/source.ts';
 import type { CheckpointMetadata, TaskId, TaskStateHandle } from '../../checkpoint/types.ts';
 import type { TaskMetrics } from '../task-metrics.ts';

@@ -1,4 +1,4 @@
-import { SluiceError } from '../../core/index.ts';
+import { SluiceError, isErrorCode } from '../../core/index.ts';
 
 /** An error as it crosses a thread boundary: plain data. */
 export interface SerializedError {
@@ -34,7 +34,7 @@ export class RemoteTaskError extends SluiceError {
   readonly details: Record<string, unknown>;
 
   constructor(serialized: SerializedError) {
-    super(serialized.code ?? 'TASK_FAILED', serialized.message, { retriable: serialized.retriable });
+    super(isErrorCode(serialized.code) ? serialized.code : 'TASK_FAILED', serialized.message, { retriable: serialized.retriable });
     this.remoteName = serialized.name;
     this.details = serialized.details;
     if (serialized.stack !== undefined) this.stack = serialized.stack;

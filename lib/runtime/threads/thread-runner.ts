@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { assertNotFenced, JobFailedError, type FencingToken } from '../../core/index.ts';
-import type { JobOptions } from '../../api/job-options.ts';
+import type { JobOptions } from '../../contracts/job-options.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
 import { buildPhysicalPlan, type PhysicalPlan } from '../../graph/physical-plan.ts';
 import type { SourceSplit } from '../../connectors/source.ts';
@@ -18,18 +18,18 @@ import {
   checkRestartStrategy,
   type CheckpointingConfig,
   type RestartStrategy,
-} from '../checkpointing/checkpointing-config.ts';
+} from '../checkpoint-driver/checkpointing-config.ts';
 import {
   prepareCheckpointing,
   restartOrigin,
   restoredFromLine,
   retainedCheckpointIds,
   type PreparedCheckpointing,
-} from '../checkpointing/prepare-checkpointing.ts';
-import { EmbeddedCheckpointDriver } from '../checkpointing/embedded-driver.ts';
-import type { CheckpointDriver } from '../checkpointing/checkpoint-driver.ts';
-import { allTasks, runAttempts, sourceTasks } from '../checkpointing/attempts.ts';
-import { writeRestoreMarker } from '../checkpointing/restore-marker.ts';
+} from '../restore/prepare-checkpointing.ts';
+import { EmbeddedCheckpointDriver } from '../checkpoint-driver/embedded-driver.ts';
+import type { CheckpointDriver } from '../checkpoint-driver/checkpoint-driver.ts';
+import { allTasks, runAttempts, sourceTasks } from '../restarts/attempts.ts';
+import { writeRestoreMarker } from '../restore/restore-marker.ts';
 import { markerAfterStop } from '../../checkpoint/restore-plan.ts';
 import type { JobControl, SavepointView } from '../control/job-control.ts';
 import { JobNotRunningError } from '../control/control-errors.ts';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { PhysicalPlan } from '../../graph/physical-plan.ts';
-import type { CheckpointDriver } from '../checkpointing/checkpoint-driver.ts';
+import type { CheckpointDriver } from '../checkpoint-driver/checkpoint-driver.ts';
 import { JobNotRunningError } from '../control/control-errors.ts';
 import type { CheckpointView, JobControl, JobDetails, JobOverview, JobStatus, SavepointView } from '../control/job-control.ts';
 import type { TaskMetrics } from '../task-metrics.ts';

@@ -47,8 +47,8 @@ import {
   ttlValueState,
   type TtlValue,
 } from '../ttl.ts';
-import { checkMaxParallelism } from '../files/handle-files.ts';
-import { readHandleEntries } from '../files/handle-entries.ts';
+import { checkMaxParallelism } from '../snapshot-format/handle-files.ts';
+import { readHandleEntries } from '../snapshot-format/handle-entries.ts';
 import {
   MemoryAggregatingState,
   MemoryListState,
@@ -57,7 +57,7 @@ import {
   MemoryValueState,
 } from './memory-handles.ts';
 import { CurrentKey, StateTable } from './state-table.ts';
-import { StoredStateCorruptError } from '../files/state-errors.ts';
+import { StoredStateCorruptError } from '../snapshot-format/state-errors.ts';
 import {
   RestoredTimerCollector,
   storedTimestamps,

@@ -1,5 +1,5 @@
 import type { SharedStateFileRef, SharedStateStore } from '../backend.ts';
-import type { StateFileKind } from '../files/state-file-format.ts';
+import type { StateFileKind } from '../snapshot-format/state-file-format.ts';
 
 export interface ChainFile {
   readonly ref: SharedStateFileRef;

@@ -1,7 +1,7 @@
 import { Packr } from 'msgpackr';
 import type { SharedStateFileRef } from '../backend.ts';
-import type { Bytes } from '../files/key-bytes.ts';
-import { StoredStateCorruptError } from '../files/state-errors.ts';
+import type { Bytes } from '../snapshot-format/key-bytes.ts';
+import { StoredStateCorruptError } from '../snapshot-format/state-errors.ts';
 
 /*
  * The backend's RocksDB key space, by first byte:

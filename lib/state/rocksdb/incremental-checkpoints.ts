@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { InternalError, type KeyGroupRange } from '../../core/index.ts';
 import type { FileKeyedStateSnapshot, PendingKeyedSnapshot, SharedStateFileRef, SharedStateStore } from '../backend.ts';
-import type { StateFileKind } from '../files/state-file-format.ts';
+import type { StateFileKind } from '../snapshot-format/state-file-format.ts';
 import { CheckpointChain, sameStore, type MaterializationLimits } from './checkpoint-chain.ts';
 import type { GenerationLog } from './generation-log.ts';
 import type { MergedView } from './merged-view.ts';

@@ -1,9 +1,9 @@
 import { keyGroupRangeContains, type Key, type KeyGroupRange } from '../../core/index.ts';
 import type { FileKeyedStateSnapshot, KeyedStateSnapshot, SharedStateStore } from '../backend.ts';
-import { visitHandleFiles } from '../files/handle-files.ts';
-import { encodeGroupKey, groupKeyKeyGroup, type Bytes } from '../files/key-bytes.ts';
-import { decodeRow, encodeRow, rowEntryCount } from '../files/row-codec.ts';
-import { StoredStateCorruptError } from '../files/state-errors.ts';
+import { visitHandleFiles } from '../snapshot-format/handle-files.ts';
+import { encodeGroupKey, groupKeyKeyGroup, type Bytes } from '../snapshot-format/key-bytes.ts';
+import { decodeRow, encodeRow, rowEntryCount } from '../snapshot-format/row-codec.ts';
+import { StoredStateCorruptError } from '../snapshot-format/state-errors.ts';
 import type { RocksBatch } from './binding.ts';
 import type { StateDb } from './state-db.ts';
 import type { StateRegistry } from './state-registry.ts';

@@ -17,7 +17,7 @@ import type {
   StateDescriptor,
   ValueStateDescriptor,
 } from '../descriptors.ts';
-import { checkMaxParallelism } from '../files/handle-files.ts';
+import { checkMaxParallelism } from '../snapshot-format/handle-files.ts';
 import type {
   InternalAggregatingState,
   InternalListState,

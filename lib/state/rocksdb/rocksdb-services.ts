@@ -1,6 +1,6 @@
 import type { KeyGroupRange } from '../../core/index.ts';
-import { HeapTimerService } from '../../operators/heap-timer-service.ts';
-import type { InternalTimerService } from '../../operators/timer-service.ts';
+import { HeapTimerService } from '../timers/heap-timer-service.ts';
+import type { InternalTimerService } from '../timers/timer-service.ts';
 import type { KeyedStateBackend } from '../backend.ts';
 import { RocksDbKeyedStateBackend } from './rocksdb-backend.ts';
 import { compileRocksDbStateOptions, type RocksDbStateOptions } from './rocksdb-options.ts';

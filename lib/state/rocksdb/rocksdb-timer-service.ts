@@ -1,6 +1,6 @@
 import { InternalError, keyGroupRangeContains, type Key, type KeyGroupRange } from '../../core/index.ts';
-import type { InternalTimerService } from '../../operators/timer-service.ts';
-import type { Bytes } from '../files/key-bytes.ts';
+import type { InternalTimerService } from '../timers/timer-service.ts';
+import type { Bytes } from '../snapshot-format/key-bytes.ts';
 import type { Namespace } from '../keyed-state.ts';
 import { checkTimerTimestamp, storedTimestamps, type Timer, type TimerDomain, type TimerKeyGroupSnapshot } from '../timer-state.ts';
 import type { StateDb } from './state-db.ts';

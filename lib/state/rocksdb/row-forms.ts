@@ -1,6 +1,6 @@
 import { ConfigError, type Key } from '../../core/index.ts';
-import type { Bytes } from '../files/key-bytes.ts';
-import { decodeRow, encodeRow, type RowEntries } from '../files/row-codec.ts';
+import type { Bytes } from '../snapshot-format/key-bytes.ts';
+import { decodeRow, encodeRow, type RowEntries } from '../snapshot-format/row-codec.ts';
 import type { Namespace } from '../keyed-state.ts';
 import { Row, type Slot } from './row.ts';
 import type { StateKind, StateRegistry } from './state-registry.ts';

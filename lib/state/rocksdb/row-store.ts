@@ -1,6 +1,6 @@
 import { InternalError, keyGroupOf, type Key, type KeyGroupRange } from '../../core/index.ts';
-import { decodeGroupKey, type Bytes } from '../files/key-bytes.ts';
-import { decodeRow } from '../files/row-codec.ts';
+import { decodeGroupKey, type Bytes } from '../snapshot-format/key-bytes.ts';
+import { decodeRow } from '../snapshot-format/row-codec.ts';
 import type { Namespace } from '../keyed-state.ts';
 import type { RocksBatch } from './binding.ts';
 import type { CurrentRow } from './cached-handles.ts';

@@ -1,5 +1,5 @@
 import type { Key } from '../../core/index.ts';
-import { encodeGroupKey, type Bytes } from '../files/key-bytes.ts';
+import { encodeGroupKey, type Bytes } from '../snapshot-format/key-bytes.ts';
 import { Slot } from './slot.ts';
 
 export { Slot };

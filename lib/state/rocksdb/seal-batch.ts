@@ -1,6 +1,6 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { InternalError } from '../../core/index.ts';
-import type { Bytes } from '../files/key-bytes.ts';
+import type { Bytes } from '../snapshot-format/key-bytes.ts';
 import type { RocksBatch } from './binding.ts';
 import type { RecoveryMarker } from './db-layout.ts';
 import type { PendingSeal, Row } from './row.ts';

@@ -1,8 +1,8 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Key } from '../../core/index.ts';
-import { decodeRow, encodeRow } from '../files/row-codec.ts';
-import type { StateFileHeader } from '../files/state-file-format.ts';
-import { StateFileWriter } from '../files/state-file-writer.ts';
+import { decodeRow, encodeRow } from '../snapshot-format/row-codec.ts';
+import type { StateFileHeader } from '../snapshot-format/state-file-format.ts';
+import { StateFileWriter } from '../snapshot-format/state-file-writer.ts';
 import { liveElements, liveMapEntries, type TtlPolicy, type TtlValue } from '../ttl.ts';
 import type { MergedView } from './merged-view.ts';
 import type { StateKind } from './state-registry.ts';

@@ -1,6 +1,6 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import type { Bytes } from '../files/key-bytes.ts';
-import { StoredStateCorruptError } from '../files/state-errors.ts';
+import type { Bytes } from '../snapshot-format/key-bytes.ts';
+import { StoredStateCorruptError } from '../snapshot-format/state-errors.ts';
 import type { RocksBatch, RocksDb } from './binding.ts';
 import {
   MAIN_END,

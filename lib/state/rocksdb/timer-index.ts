@@ -1,4 +1,4 @@
-import { decodeGroupKey, decodeKey, encodeKeyWithPrefix, type Bytes } from '../files/key-bytes.ts';
+import { decodeGroupKey, decodeKey, encodeKeyWithPrefix, type Bytes } from '../snapshot-format/key-bytes.ts';
 import type { Namespace } from '../keyed-state.ts';
 import type { Timer, TimerDomain } from '../timer-state.ts';
 

@@ -3,8 +3,8 @@ import { resolve } from 'node:path';
 import { ConfigError } from '../../../lib/core/index.ts';
 import { toRunSettings } from '../../../lib/cli/run-settings.ts';
 import { compileStateBackendConfig } from '../../../lib/runtime/state-backend-config.ts';
-import { defaultSavepointDir } from '../../../lib/runtime/checkpointing/prepare-checkpointing.ts';
-import { isRemoteLocation } from '../../../lib/runtime/checkpointing/open-checkpoint-storage.ts';
+import { defaultSavepointDir } from '../../../lib/runtime/restore/prepare-checkpointing.ts';
+import { isRemoteLocation } from '../../../lib/runtime/restore/open-checkpoint-storage.ts';
 
 const defaults = { restPort: 0, stateBackend: 'memory', restartAttempts: 3, restartDelayMs: 1000, restartStrategy: 'fixed-delay', restartMaxDelayMs: 60000, checkpointIntervalMs: 5000 };
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { BarrierElement } from '../../../lib/core/index.ts';
 import { taskStateFileName } from '../../../lib/checkpoint/naming.ts';
 import type { TaskId } from '../../../lib/checkpoint/types.ts';
-import { EmbeddedCheckpointDriver, type SavepointResult } from '../../../lib/runtime/checkpointing/embedded-driver.ts';
+import { EmbeddedCheckpointDriver, type SavepointResult } from '../../../lib/runtime/checkpoint-driver/embedded-driver.ts';
 import { JobNotRunningError, SavepointFailedError } from '../../../lib/runtime/control/control-errors.ts';
 import { FileCheckpointStorage, FileSavepointStorage, SnapshotDirectory, encodeTaskSnapshot } from '../../../lib/storage/index.ts';
 

@@ -13,7 +13,7 @@ import {
   WatermarkStrategy,
   type WindowAssigner,
 } from '../../../lib/index.ts';
-import { collectionSource } from '../../../lib/api/collection-source.ts';
+import { collectionSource } from '../../../lib/connectors/local/collection-source.ts';
 import {
   InvalidTimestampError,
   invalidTimestampReason,

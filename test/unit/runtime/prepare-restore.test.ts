@@ -8,7 +8,7 @@ import { buildPhysicalPlan, type PhysicalPlan } from '../../../lib/graph/physica
 import { taskStateFileName } from '../../../lib/checkpoint/naming.ts';
 import { CHECKPOINT_FORMAT_VERSION, type CheckpointMetadata } from '../../../lib/checkpoint/types.ts';
 import { FileCheckpointStorage, FileSavepointStorage, encodeTaskSnapshot } from '../../../lib/storage/index.ts';
-import { prepareCheckpointing, restoreReader, restoredFromLine } from '../../../lib/runtime/checkpointing/prepare-checkpointing.ts';
+import { prepareCheckpointing, restoreReader, restoredFromLine } from '../../../lib/runtime/restore/prepare-checkpointing.ts';
 
 let root: string;
 let plan: PhysicalPlan;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { keyGroupOf, subtaskForKeyGroup, UserFunctionError, type StreamElement } from '../../../lib/core/index.ts';
+import { InvalidKeyError, keyGroupOf, subtaskForKeyGroup, UserFunctionError, type StreamElement } from '../../../lib/core/index.ts';
 import { RecordWriter } from '../../../lib/runtime/record-writer.ts';
 import { LocalChannel } from '../../../lib/runtime/channels/local-channel.ts';
 
@@ -52,6 +52,24 @@ describe('RecordWriter partitioners', () => {
       expect((err as UserFunctionError).origin).toEqual({ split: 's', offset: 7 });
       expect((err as Error).message).toMatch(/keyBy after Map.*subtask 1.*split s offset 7.*bad key/);
     }
+  });
+
+  it.each([NaN, Infinity, -Infinity, undefined, null, {}, true])('refuses the key %s with the record origin, sending nothing', (bad) => {
+    const chans = [new LocalChannel(4), new LocalChannel(4)];
+    const w = new RecordWriter({ kind: 'hash', keySelector: (v) => (v === 'k3' ? (bad as unknown as string) : (v as string)) }, chans, 128, { name: 'Map', subtask: 0 });
+    const err = (() => {
+      try {
+        w.emit(batch);
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    })();
+    expect(err).toBeInstanceOf(UserFunctionError);
+    expect((err as UserFunctionError).origin).toEqual({ split: 's', offset: 3 });
+    expect((err as UserFunctionError).cause).toBeInstanceOf(InvalidKeyError);
+    expect((err as Error).message).toMatch(/keys must be strings or finite numbers/);
+    expect(chans.map((c) => drain(c).length)).toEqual([0, 0]);
   });
 
   it('reports blocked channels until the consumer polls', async () => {

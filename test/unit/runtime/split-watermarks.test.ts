@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { WatermarkStrategy } from '../../../lib/api/watermark-strategy.ts';
+import { WatermarkStrategy } from '../../../lib/contracts/watermark-strategy.ts';
 import { SplitWatermarks } from '../../../lib/runtime/split-watermarks.ts';
 
 const strategy = WatermarkStrategy.forMonotonousTimestamps<number>()

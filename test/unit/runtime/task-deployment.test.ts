@@ -6,7 +6,7 @@ import { computeSplits } from '../../../lib/runtime/in-thread-runner.ts';
 import { deployTasks, staticSplitEnumerator, verticesOn } from '../../../lib/runtime/task-deployment.ts';
 import { crossWorkerChannels, channelsOf } from '../../../lib/runtime/channel-wiring.ts';
 import { ThreadChannelFactory } from '../../../lib/runtime/channels/thread-channel-factory.ts';
-import { NO_CHECKPOINTS } from '../../../lib/runtime/checkpointing/participant.ts';
+import { NO_CHECKPOINTS } from '../../../lib/runtime/checkpoint-driver/participant.ts';
 import { memoryServices } from '../../../lib/runtime/default-services.ts';
 import { runTasks } from '../../../lib/runtime/run-tasks.ts';
 import type { Placement } from '../../../lib/runtime/placement.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Packr } from 'msgpackr';
-import { decodeRow, encodeRow } from '../../../lib/state/files/row-codec.ts';
-import { packKeepingLoneSurrogates } from '../../../lib/state/files/lone-surrogate-strings.ts';
+import { decodeRow, encodeRow } from '../../../lib/state/snapshot-format/row-codec.ts';
+import { packKeepingLoneSurrogates } from '../../../lib/state/snapshot-format/lone-surrogate-strings.ts';
 import { decodeTaskSnapshot, encodeTaskSnapshot } from '../../../lib/storage/index.ts';
 
 describe('state keeps strings with lone surrogates', () => {

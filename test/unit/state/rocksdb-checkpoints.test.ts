@@ -9,8 +9,8 @@ import {
   type SharedStateFileRef,
   type SharedStateStore,
 } from '../../../lib/state/index.ts';
-import { StateFileReader } from '../../../lib/state/files/state-file-reader.ts';
-import type { StateFileKind } from '../../../lib/state/files/state-file-format.ts';
+import { StateFileReader } from '../../../lib/state/snapshot-format/state-file-reader.ts';
+import type { StateFileKind } from '../../../lib/state/snapshot-format/state-file-format.ts';
 import type { RocksDbKeyedStateBackend, RocksDbStateOptions } from '../../../lib/state/rocksdb/index.ts';
 import { TempSharedStore } from '../../contract/temp-shared-store.ts';
 import { fastTempDir, removeDir, rocksBackend } from './rocksdb-test-env.ts';

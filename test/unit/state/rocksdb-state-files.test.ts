@@ -1,12 +1,12 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeGroupKey, encodeGroupKey, groupKeyKeyGroup } from '../../../lib/state/files/key-bytes.ts';
-import { decodeRow, encodeRow, rowEntryCount } from '../../../lib/state/files/row-codec.ts';
-import { StoredStateCorruptError } from '../../../lib/state/files/state-errors.ts';
-import type { StateFileHeader } from '../../../lib/state/files/state-file-format.ts';
-import { StateFileReader } from '../../../lib/state/files/state-file-reader.ts';
-import { StateFileWriter } from '../../../lib/state/files/state-file-writer.ts';
+import { decodeGroupKey, encodeGroupKey, groupKeyKeyGroup } from '../../../lib/state/snapshot-format/key-bytes.ts';
+import { decodeRow, encodeRow, rowEntryCount } from '../../../lib/state/snapshot-format/row-codec.ts';
+import { StoredStateCorruptError } from '../../../lib/state/snapshot-format/state-errors.ts';
+import type { StateFileHeader } from '../../../lib/state/snapshot-format/state-file-format.ts';
+import { StateFileReader } from '../../../lib/state/snapshot-format/state-file-reader.ts';
+import { StateFileWriter } from '../../../lib/state/snapshot-format/state-file-writer.ts';
 import { fastTempDir, removeDir } from './rocksdb-test-env.ts';
 
 const header: StateFileHeader = {

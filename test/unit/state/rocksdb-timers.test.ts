@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Timer } from '../../../lib/operators/timer-service.ts';
+import type { Timer } from '../../../lib/state/timers/timer-service.ts';
 import { isPendingKeyedSnapshot, type FileKeyedStateSnapshot } from '../../../lib/state/index.ts';
 import type { RocksDbKeyedStateBackend, RocksDbStateOptions } from '../../../lib/state/rocksdb/index.ts';
 import { CLEANUP_AFTER_SCANNED, type RocksDbTimerService } from '../../../lib/state/rocksdb/rocksdb-timer-service.ts';

@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchOf, ManualClock, MAX_WATERMARK, type OutputTag, type RecordBatch } from '../../../lib/core/index.ts';
-import { HeapTimerService } from '../../../lib/operators/heap-timer-service.ts';
+import { HeapTimerService } from '../../../lib/state/timers/heap-timer-service.ts';
 import type { OperatorContext } from '../../../lib/operators/operator.ts';
 import type { Output } from '../../../lib/operators/output.ts';
-import type { InternalTimerService, TimerKeyGroupSnapshot } from '../../../lib/operators/timer-service.ts';
+import type { InternalTimerService, TimerKeyGroupSnapshot } from '../../../lib/state/timers/timer-service.ts';
 import {
   EventTimeSessionWindows,
   SlidingEventTimeWindows,

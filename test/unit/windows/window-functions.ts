@@ -1,4 +1,4 @@
-import type { ProcessWindowFunction, TimeWindow } from '../../../lib/api/functions.ts';
+import type { ProcessWindowFunction, TimeWindow } from '../../../lib/contracts/functions.ts';
 import type { AggregateFunction, ReduceFunction } from '../../../lib/state/index.ts';
 import type { WindowFunctionSpec } from '../../../lib/operators/windows/window-operator.ts';
 

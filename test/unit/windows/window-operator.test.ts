@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ProcessWindowFunction } from '../../../lib/api/functions.ts';
+import type { ProcessWindowFunction } from '../../../lib/contracts/functions.ts';
 import { batchOf, ConfigError, NO_TIMESTAMP, OutputTag, UserFunctionError, type Key } from '../../../lib/core/index.ts';
 import {
   EventTimeSessionWindows,

@@ -84,3 +84,16 @@ export function failureHint(name: string | undefined, through: string, retriable
         : `retrying cannot help; fix the cause in ${through} and restart the job`;
   }
 }
+
+/**
+ * An error event in a SubscribeToShard stream. It ends the subscription and carries the event's exception name
+ * as `name` (what the SDK would have thrown), so the reader classifies it as it classifies the SDK's own errors.
+ */
+export class SubscribeToShardEventError extends SluiceError {
+  constructor(eventName: string, message: string) {
+    const name = eventName === '$unknown' ? 'UnknownEvent' : eventName;
+    // isTransient trusts a SluiceError's own flag: give the answer it gives for the SDK error of that name.
+    super('KINESIS_SOURCE', `SubscribeToShard event ${eventName}: ${message}`, { retriable: THROTTLING.has(name) || TRANSIENT.has(name) });
+    this.name = name;
+  }
+}

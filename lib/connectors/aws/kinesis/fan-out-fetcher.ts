@@ -1,5 +1,5 @@
 import type { _Record, SubscribeToShardEventStream } from '@aws-sdk/client-kinesis';
-import { awsErrorName, isTransient, KinesisSourceError } from './errors.ts';
+import { awsErrorName, isTransient, KinesisSourceError, SubscribeToShardEventError } from './errors.ts';
 import { backoffDelay, sleep, type RetryPolicy } from './backoff.ts';
 import { streamRef, type KinesisApi } from './kinesis-api.ts';
 import { iteratorPosition, type FetchedRecords, type ShardFetcher, type ShardFetcherFactory } from './shard-fetcher.ts';
@@ -153,7 +153,7 @@ export class FanOutShardFetcher implements ShardFetcher {
     this.stop();
     const [name, detail] = Object.entries(event).find(([, v]) => v !== undefined) ?? ['UnknownEvent', undefined];
     const message = (detail as { message?: string } | undefined)?.message ?? name;
-    throw Object.assign(new Error(`SubscribeToShard event ${name}: ${message}`), { name: name === '$unknown' ? 'UnknownEvent' : name });
+    throw new SubscribeToShardEventError(name, message);
   }
 
   close(): void {

@@ -15,6 +15,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import { S3RequestError } from './s3-errors.ts';
 import { objectKey, s3Url, type S3Location } from './s3-location.ts';
 
 /** How large objects are uploaded. */
@@ -188,7 +189,7 @@ export class S3Objects {
       );
       const failed = out.Errors?.[0];
       if (failed !== undefined) {
-        throw new Error(`S3 did not delete ${failed.Key ?? '?'}: ${failed.Code ?? ''} ${failed.Message ?? ''}`.trim());
+        throw new S3RequestError(`S3 did not delete ${failed.Key ?? '?'}: ${failed.Code ?? ''} ${failed.Message ?? ''}`.trim());
       }
     }
   }

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { OutputTag } from '../../../../lib/core/index.ts';
-import type { ProcessJoinFunction } from '../../../../lib/api/join-functions.ts';
+import type { ProcessJoinFunction } from '../../../../lib/contracts/join-functions.ts';
 import { IntervalJoinOperator } from '../../../../lib/operators/joins/interval-join-operator.ts';
 import { OperatorTestHarness } from '../../../harness/operator-test-context.ts';
 import { feed, joinBatchesArb, sorted, strictPrefetch, type JoinBatch, type Rec } from './join-test-data.ts';

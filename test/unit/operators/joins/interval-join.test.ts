@@ -8,7 +8,7 @@ import {
   OutputTag,
   UserFunctionError,
 } from '../../../../lib/core/index.ts';
-import type { ProcessJoinFunction } from '../../../../lib/api/join-functions.ts';
+import type { ProcessJoinFunction } from '../../../../lib/contracts/join-functions.ts';
 import { valueState, type ValueState } from '../../../../lib/state/index.ts';
 import { IntervalJoinOperator } from '../../../../lib/operators/joins/interval-join-operator.ts';
 import { processJoinOfPairs } from '../../../../lib/operators/joins/join-function-adapters.ts';

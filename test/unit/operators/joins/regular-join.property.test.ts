@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { batchOf } from '../../../../lib/core/index.ts';
-import type { ProcessJoinFunction } from '../../../../lib/api/join-functions.ts';
+import type { ProcessJoinFunction } from '../../../../lib/contracts/join-functions.ts';
 import { RegularJoinOperator, type StateRetention } from '../../../../lib/operators/joins/regular-join-operator.ts';
 import { OperatorTestHarness } from '../../../harness/operator-test-context.ts';
 import { joinBatchesArb, sorted, strictPrefetch, type JoinBatch, type Rec } from './join-test-data.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, NO_TIMESTAMP, UserFunctionError } from '../../../../lib/core/index.ts';
+import { ConfigError, InvalidKeyError, NO_TIMESTAMP, UserFunctionError } from '../../../../lib/core/index.ts';
 import { processJoinOfPairs } from '../../../../lib/operators/joins/join-function-adapters.ts';
 import { RegularJoinOperator, type StateRetention } from '../../../../lib/operators/joins/regular-join-operator.ts';
 import { OperatorTestHarness, type HarnessSnapshot } from '../../../harness/operator-test-context.ts';
@@ -139,5 +139,20 @@ describe('regular join', () => {
     const spec = { name: 'rj', keySelector1: (p: Person) => p.id, keySelector2: (a: Auction) => a.seller, fn: render };
     expect(() => new RegularJoinOperator({ ...spec, retention: { ms: 0, timeDomain: 'event' } })).toThrow(ConfigError);
     expect(() => new RegularJoinOperator({ ...spec, retention: { ms: 10, timeDomain: 'wall' as 'event' } })).toThrow(ConfigError);
+  });
+
+  it.each([NaN, Infinity, undefined])('refuses the key %s as the key selector\'s error, naming the record', async (bad) => {
+    const operator = new RegularJoinOperator<Person, Auction, number, string>({
+      name: 'rj',
+      keySelector1: (p) => (p.id === 2 ? (bad as number) : p.id),
+      keySelector2: (a) => a.seller,
+      fn: render,
+    });
+    const h = await OperatorTestHarness.open<Person | Auction, string>(operator);
+    const err = await persons(h, [[1, 'ann', 1], [2, 'bob', 2]]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UserFunctionError);
+    expect((err as UserFunctionError).operator).toBe('rj');
+    expect((err as UserFunctionError).cause).toBeInstanceOf(InvalidKeyError);
+    expect((err as Error).message).toMatch(/keys must be strings or finite numbers/);
   });
 });

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { OutputTag } from '../../../../lib/core/index.ts';
-import type { ProcessWindowJoinFunction } from '../../../../lib/api/join-functions.ts';
+import type { ProcessWindowJoinFunction } from '../../../../lib/contracts/join-functions.ts';
 import {
   EventTimeSessionWindows,
   SlidingEventTimeWindows,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { batchOf, ConfigError, NO_TIMESTAMP, OutputTag, UserFunctionError } from '../../../../lib/core/index.ts';
-import type { ProcessWindowJoinFunction } from '../../../../lib/api/join-functions.ts';
+import type { ProcessWindowJoinFunction } from '../../../../lib/contracts/join-functions.ts';
 import {
   EventTimeSessionWindows,
   SlidingEventTimeWindows,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../../lib/core/index.ts';
 import { CHECKPOINT_FORMAT_VERSION, type CheckpointMetadata } from '../../../../lib/checkpoint/types.ts';
-import { runAttempts } from '../../../../lib/runtime/checkpointing/attempts.ts';
+import { runAttempts } from '../../../../lib/runtime/restarts/attempts.ts';
 import type { CheckpointStorage } from '../../../../lib/storage/checkpoint-storage.ts';
 
 const checkpoint = (checkpointId: number): CheckpointMetadata => ({

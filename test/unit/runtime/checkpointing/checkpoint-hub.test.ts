@@ -3,7 +3,7 @@ import type { TaskId, TaskStateHandle } from '../../../../lib/checkpoint/types.t
 import type { CheckpointStorage } from '../../../../lib/storage/checkpoint-storage.ts';
 import { decodeTaskSnapshot } from '../../../../lib/storage/task-state-codec.ts';
 import type { TaskSnapshot } from '../../../../lib/storage/task-snapshot.ts';
-import { CheckpointHub, type CoordinatorLink } from '../../../../lib/runtime/checkpointing/checkpoint-hub.ts';
+import { CheckpointHub, type CoordinatorLink } from '../../../../lib/runtime/checkpoint-driver/checkpoint-hub.ts';
 import { MemoryKeyedStateBackend } from '../../../../lib/state/memory/memory-backend.ts';
 import { listState, type KeyedStateSnapshot } from '../../../../lib/state/index.ts';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { taskStateFileName } from '../../../../lib/checkpoint/naming.ts';
 import type { TaskId } from '../../../../lib/checkpoint/types.ts';
-import { EmbeddedCheckpointDriver } from '../../../../lib/runtime/checkpointing/embedded-driver.ts';
+import { EmbeddedCheckpointDriver } from '../../../../lib/runtime/checkpoint-driver/embedded-driver.ts';
 import { FileCheckpointStorage, encodeTaskSnapshot } from '../../../../lib/storage/index.ts';
 
 const TASK: TaskId = { vertex: 0, subtask: 0 };

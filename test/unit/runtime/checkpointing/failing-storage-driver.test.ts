@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { TaskId } from '../../../../lib/checkpoint/types.ts';
-import { CheckpointingFailedError } from '../../../../lib/runtime/checkpointing/checkpointing-failed-error.ts';
-import { EmbeddedCheckpointDriver } from '../../../../lib/runtime/checkpointing/embedded-driver.ts';
+import { CheckpointingFailedError } from '../../../../lib/runtime/checkpoint-driver/checkpointing-failed-error.ts';
+import { EmbeddedCheckpointDriver } from '../../../../lib/runtime/checkpoint-driver/embedded-driver.ts';
 import { FileCheckpointStorage } from '../../../../lib/storage/index.ts';
 
 const TASKS: TaskId[] = [{ vertex: 0, subtask: 0 }];

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConfigError } from '../../../../lib/core/index.ts';
-import type * as FaultInjectionModule from '../../../../lib/runtime/checkpointing/fault-injection.ts';
+import type * as FaultInjectionModule from '../../../../lib/core/fault-injection.ts';
 
 type FaultInjection = typeof FaultInjectionModule;
 
@@ -9,7 +9,7 @@ async function load(env: { SLUICE_CRASH_AT?: string; SLUICE_FAIL_AT?: string }):
   vi.resetModules();
   vi.stubEnv('SLUICE_CRASH_AT', env.SLUICE_CRASH_AT ?? '');
   vi.stubEnv('SLUICE_FAIL_AT', env.SLUICE_FAIL_AT ?? '');
-  return import('../../../../lib/runtime/checkpointing/fault-injection.ts');
+  return import('../../../../lib/core/fault-injection.ts');
 }
 
 afterEach(() => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RateLimitedLog } from '../../../../lib/runtime/checkpointing/rate-limited-log.ts';
+import { RateLimitedLog } from '../../../../lib/runtime/logging/rate-limited-log.ts';
 
 describe('RateLimitedLog', () => {
   it('prints the first of a kind, then at most one per interval with the count held back, and the rest on flush', () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, StreamEnvironment, TumblingEventTimeWindows, collectSink, generatorSource, keyGroupOf } from '../../../../lib/index.ts';
 import { operatorStateRecords } from '../../../../lib/graph/operator-records.ts';
 import { buildPhysicalPlan } from '../../../../lib/graph/physical-plan.ts';
-import { checkCompatible, operatorOrigins, restoredTask, type RestoredJob } from '../../../../lib/runtime/checkpointing/restore-plan.ts';
+import { checkCompatible, operatorOrigins, restoredTask, type RestoredJob } from '../../../../lib/runtime/restore/restore-plan.ts';
 import type { CheckpointMetadata } from '../../../../lib/checkpoint/types.ts';
 import type { TaskSnapshot } from '../../../../lib/storage/task-snapshot.ts';
 import { keyGroupRangeForSubtask } from '../../../../lib/core/index.ts';

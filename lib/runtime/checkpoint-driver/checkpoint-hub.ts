@@ -8,7 +8,7 @@ import { yieldToEventLoop } from '../yield.ts';
 import type { FencingToken } from '../../core/fencing.ts';
 import type { CheckpointParticipant } from './participant.ts';
 import type { CoordinatorLink } from './checkpoint-driver.ts';
-import { crashPoint } from './fault-injection.ts';
+import { crashPoint } from '../../core/fault-injection.ts';
 
 export type { CoordinatorLink } from './checkpoint-driver.ts';
 

@@ -25,7 +25,7 @@
  */
 import { writeSync } from 'node:fs';
 import { getEnvironmentData, isMainThread, setEnvironmentData } from 'node:worker_threads';
-import { ConfigError, SluiceError } from '../../core/index.ts';
+import { ConfigError, SluiceError } from './index.ts';
 
 export type CrashPoint = 'after-task-state-written' | 'after-prepare-commit' | 'after-metadata-commit' | 'during-commit';
 export type FailPoint = 'snapshot' | 'restore' | 'checkpoint-write';

@@ -4,7 +4,7 @@ import type { TaskId } from '../../checkpoint/types.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
 import type { CheckpointStorage } from '../../storage/checkpoint-storage.ts';
 import { planRestart, planRestore, type CorruptCheckpoint, type RestoreStart } from '../../checkpoint/restore-plan.ts';
-import { restartDelay, type RestartStrategy } from './checkpointing-config.ts';
+import { restartDelay, type RestartStrategy } from '../checkpoint-driver/checkpointing-config.ts';
 
 export function allTasks(plan: PhysicalPlan): TaskId[] {
   return plan.vertices.flatMap((v) => Array.from({ length: v.parallelism }, (_, subtask) => ({ vertex: v.id, subtask })));

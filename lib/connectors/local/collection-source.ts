@@ -1,5 +1,5 @@
-import { ConfigError, NO_TIMESTAMP } from '../core/index.ts';
-import type { PollResult, Source, SourceReader, SourceSplit } from '../connectors/source.ts';
+import { ConfigError, NO_TIMESTAMP } from '../../core/index.ts';
+import type { PollResult, Source, SourceReader, SourceSplit } from '../source.ts';
 
 export interface CollectionSourceOptions<T> {
   name?: string;

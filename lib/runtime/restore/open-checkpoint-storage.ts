@@ -1,7 +1,7 @@
 import type { CheckpointStorage } from '../../storage/checkpoint-storage.ts';
 import { isRemoteLocation, openCheckpointStorageAt } from '../../storage/storage-locations.ts';
-import { injectsDiskFull } from './fault-injection.ts';
-import { DiskFullFaults } from './faulty-storage.ts';
+import { injectsDiskFull } from '../../core/fault-injection.ts';
+import { DiskFullFaults } from '../test-faults/faulty-storage.ts';
 
 export { isRemoteLocation };
 

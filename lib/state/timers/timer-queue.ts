@@ -1,5 +1,5 @@
-import type { Key } from '../core/index.ts';
-import type { Namespace } from '../state/index.ts';
+import type { Key } from '../../core/index.ts';
+import type { Namespace } from '../index.ts';
 import type { Timer } from './timer-service.ts';
 
 /**

@@ -1,5 +1,5 @@
-import type { Key, KeyGroupRange } from '../core/index.ts';
-import type { Namespace, Timer, TimerKeyGroupSnapshot } from '../state/index.ts';
+import type { Key, KeyGroupRange } from '../../core/index.ts';
+import type { Namespace, Timer, TimerKeyGroupSnapshot } from '../index.ts';
 
 export type { Timer, TimerKeyGroupSnapshot };
 

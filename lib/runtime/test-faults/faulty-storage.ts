@@ -3,7 +3,7 @@ import type { CheckpointMetadata } from '../../checkpoint/types.ts';
 import type { FencingToken } from '../../core/index.ts';
 import type { CheckpointStorage, StoredCheckpoint, WrittenTaskState } from '../../storage/checkpoint-storage.ts';
 import { CheckpointIoError } from '../../storage/errors.ts';
-import { diskFullPoint } from './fault-injection.ts';
+import { diskFullPoint } from '../../core/fault-injection.ts';
 
 /**
  * Checkpoint storage whose writes fail as on a full disk where SLUICE_FAIL_AT=checkpoint-write:<n>[+] says (see

@@ -4,8 +4,8 @@ import {
   keyGroupRangeContains,
   type Key,
   type KeyGroupRange,
-} from '../core/index.ts';
-import { checkTimerTimestamp, type Namespace } from '../state/index.ts';
+} from '../../core/index.ts';
+import { checkTimerTimestamp, type Namespace } from '../index.ts';
 import { TimerQueue } from './timer-queue.ts';
 import type { InternalTimerService, Timer, TimerKeyGroupSnapshot } from './timer-service.ts';
 

@@ -6,7 +6,7 @@ import type { PhysicalPlan } from '../../graph/physical-plan.ts';
 import type { CheckpointStorage, TaskStateReader } from '../../storage/checkpoint-storage.ts';
 import type { SavepointStorage } from '../../storage/savepoint-storage.ts';
 import { defaultSavepointLocation, openSavepointStorageAt } from '../../storage/storage-locations.ts';
-import { DEFAULT_SAVEPOINT_SUBDIR, type CheckpointingConfig } from './checkpointing-config.ts';
+import { DEFAULT_SAVEPOINT_SUBDIR, type CheckpointingConfig } from '../checkpoint-driver/checkpointing-config.ts';
 import { openExternalRestore, type ExternalRestore } from './external-restore.ts';
 import { RESTORE_MARKER_FILE, readRestoreMarker, removeRestoreMarker, writeRestoreMarker } from './restore-marker.ts';
 import { checkCompatible } from './restore-plan.ts';

@@ -7,9 +7,9 @@ import type { CheckpointMetadata, OperatorStateRecord, TaskId, TaskStateHandle }
 import type { CheckpointStorage, TaskStateReader } from '../../storage/checkpoint-storage.ts';
 import { JobNotRunningError, SavepointFailedError } from '../control/control-errors.ts';
 import type { CheckpointDriver, DriverHistoryEntry, SavepointResult } from './checkpoint-driver.ts';
-import { crashPoint } from './fault-injection.ts';
+import { crashPoint } from '../../core/fault-injection.ts';
 import { CheckpointingFailedError } from './checkpointing-failed-error.ts';
-import { RateLimitedLog } from './rate-limited-log.ts';
+import { RateLimitedLog } from '../logging/rate-limited-log.ts';
 
 /** SLUICE_TRACE_CHECKPOINTS=1 logs every coordinator command (for diagnosing stuck checkpoints). */
 const TRACE = process.env['SLUICE_TRACE_CHECKPOINTS'] === '1';
