@@ -17,6 +17,15 @@ import { errorCode } from './verified-files.ts';
 /** Files being written carry this marker until their rename; any left over are crash debris. */
 export const IN_PROGRESS_MARK = '.inprogress';
 
+/** link(2) failures that mean the file system has no hard links (not that the target exists). */
+const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EXDEV']);
+
+/** `Dirent.parentPath` arrived in Node 20.12; earlier 20.x releases name it `path`. */
+function parentOf(entry: Dirent): string {
+  const legacy = entry as Dirent & { path?: string };
+  return entry.parentPath ?? legacy.path ?? '';
+}
+
 function isTemporary(name: string): boolean {
   return name.includes(IN_PROGRESS_MARK);
 }
@@ -95,7 +104,11 @@ export class FsObjectStore implements ObjectStore {
         await link(temp, target);
       } catch (error) {
         if (errorCode(error) === 'EEXIST') return false;
-        throw error;
+        if (!NO_HARD_LINKS.has(errorCode(error) ?? '')) throw error;
+        // exFAT, vboxsf, many SMB and FUSE mounts have no hard links. There a check then a rename is as safe as
+        // the job's writes were before: the folder lock (sluice.lock) keeps every other writer out.
+        if ((await this.size(path)) !== undefined) return false;
+        await rename(temp, target);
       }
       await fsyncDirectory(dirname(target));
       return true;
@@ -150,7 +163,7 @@ export class FsObjectStore implements ObjectStore {
     const files: string[] = [];
     for (const entry of entries) {
       if (!entry.isFile()) continue;
-      const file = join(entry.parentPath, entry.name);
+      const file = join(parentOf(entry), entry.name);
       if (relative(base, file).split(sep).some(isTemporary)) continue;
       files.push(relative(this.root, file).split(sep).join('/'));
     }
