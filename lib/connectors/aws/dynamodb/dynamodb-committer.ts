@@ -22,10 +22,11 @@ interface Prepared {
  * ('upsert'). Committing the same committables again changes nothing. Errors are DynamoDbSinkErrors: retriable
  * when retries ran out (the job restarts and commits again), not retriable when DynamoDB rejects the writes.
  *
- * With a fencing token and an explicit `jobId` (`fenced`), transactional commits are fenced: the first `commit` call raises the job's
- * fence to the token's epoch, even with nothing to commit (the runtime makes that call when an attempt starts),
- * and every transaction checks it; a committer of an older epoch than the fence gets FencedError and changes
- * nothing. Upsert mode is not fenced: its writes are idempotent puts without markers.
+ * With a fencing token and an explicit `jobId` (`fenced`), transactional commits are fenced: the first `commit`
+ * call raises the job's fence to the token's epoch, even with nothing to commit (the runtime makes that call when
+ * an attempt starts), and every transaction checks it; a committer of an older epoch than the fence gets
+ * FencedError and changes nothing. Without a jobId there is no fence (unrelated jobs may share a table). Upsert
+ * mode is not fenced: its writes are idempotent puts without markers.
  */
 export class DynamoDbCommitter implements Committer<DynamoDbCommittable> {
   readonly stats: DynamoDbCommitStats = newCommitStats();

@@ -54,7 +54,10 @@ export interface DynamoDbSinkOptions<T> extends DynamoDbKeySchema {
    */
   readonly jobId?: string;
   readonly marker?: DynamoDbMarkerOptions;
-  /** Items per TransactWriteItems call, the commit marker and (with a jobId) the fence check included (2-100). @default 100 */
+  /**
+   * Items per TransactWriteItems call, the commit marker and (with a jobId) the fence check included (2-100).
+   * @default 100
+   */
   readonly maxItemsPerTransaction?: number;
   /** Estimated bytes per transaction (DynamoDB allows 4 MB). @default 4000000 */
   readonly maxTransactionBytes?: number;
