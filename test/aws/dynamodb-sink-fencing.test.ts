@@ -34,14 +34,17 @@ beforeEach(async () => {
 
 const RETRY = { baseDelayMs: 1, maxDelayMs: 5, maxAttempts: 4 };
 
-function orderSink(options: { sortKey?: string } = {}): DynamoDbSink<Order> {
+/** A sink of orders; `jobId` (which turns fencing on) defaults to the table's name here, `null` leaves it unset. */
+function orderSink(options: { sortKey?: string; jobId?: string | null } = {}): DynamoDbSink<Order> {
+  const { jobId = table, sortKey } = options;
   return dynamoDbSink<Order>({
     table,
     partitionKey: 'pk',
-    ...options,
+    ...(sortKey === undefined ? {} : { sortKey }),
+    ...(jobId === null ? {} : { jobId }),
     toWrites: (o) => ({
       type: 'update',
-      key: { pk: o.customer, ...(options.sortKey === undefined ? {} : { [options.sortKey]: 'x' }) },
+      key: { pk: o.customer, ...(sortKey === undefined ? {} : { [sortKey]: 'x' }) },
       add: { total: o.amount },
     }),
     client: dynamo.client,
@@ -138,5 +141,40 @@ describe('dynamoDbSink, fencing', () => {
     await writer.write(batchOf([{ customer: 'dan', amount: 4 }], [0]));
     await otherCommitter.commit(await writer.prepareCommit(1));
     expect(await userItems()).toEqual({ dan: 4 });
+  });
+
+  it('does not fence without a jobId: a job started later on the same table leaves an earlier one committing', async () => {
+    // Two jobs write to one table, neither names itself: the second starts later, with a higher epoch.
+    const first = orderSink({ jobId: null });
+    const second = orderSink({ jobId: null });
+    const firstCommitter = await startAttempt(first, OLD);
+    await firstCommitter.commit(await stage(first, OLD, [{ customer: 'ann', amount: 1 }], 1));
+    const secondCommitter = await startAttempt(second, { attempt: 0, epoch: 500 });
+    await secondCommitter.commit(await stage(second, { attempt: 0, epoch: 500 }, [{ customer: 'bob', amount: 2 }], 1));
+    // The first job goes on committing, and so does a restart of it (its epoch + 1, still below the second's).
+    await firstCommitter.commit(await stage(first, OLD, [{ customer: 'cy', amount: 3 }], 2));
+    const restarted = await startAttempt(first, NEW);
+    await restarted.commit(await stage(first, NEW, [{ customer: 'dan', amount: 4 }], 3));
+    await secondCommitter.commit(await stage(second, { attempt: 0, epoch: 500 }, [{ customer: 'eve', amount: 5 }], 2));
+    expect(await userItems()).toEqual({ ann: 1, bob: 2, cy: 3, dan: 4, eve: 5 });
+    // Nothing fenced anything: no fence item exists.
+    expect(await readSinkFence(dynamo.client, { ...MARKERS, table }, table)).toBeUndefined();
+  });
+
+  it('keeps the writes of two jobs apart that run with identical tokens and no jobId', async () => {
+    // Two hosts started a job each in the same millisecond: same epoch, same attempt, same subtask and checkpoint.
+    const first = orderSink({ jobId: null });
+    const second = orderSink({ jobId: null });
+    const a = await stage(first, OLD, [{ customer: 'ann', amount: 1 }], 1);
+    const b = await stage(second, OLD, [{ customer: 'bob', amount: 2 }], 1);
+    const firstCommitter = await startAttempt(first, OLD, a);
+    const secondCommitter = await startAttempt(second, OLD, b);
+    expect(await userItems()).toEqual({ ann: 1, bob: 2 });
+    expect(firstCommitter.stats.committed + secondCommitter.stats.committed).toBe(2);
+    expect(a[0]?.txn).not.toBe(b[0]?.txn);
+    // With explicit, distinct jobIds (fenced) the names are apart as well.
+    const fencedA = await stage(orderSink({ jobId: 'job-a' }), OLD, [{ customer: 'cy', amount: 3 }], 1);
+    const fencedB = await stage(orderSink({ jobId: 'job-a' }), OLD, [{ customer: 'dan', amount: 4 }], 1);
+    expect(fencedA[0]?.txn).not.toBe(fencedB[0]?.txn);
   });
 });

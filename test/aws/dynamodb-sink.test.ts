@@ -129,7 +129,8 @@ describe('dynamoDbSink, transactional', () => {
     const sink = orderSink();
     const committables = await stage(sink, orders, 1);
     expect(committables).toHaveLength(1);
-    expect(committables[0]?.txn).toBe(`${table}/e1-a0/0/c1`);
+    // The attempt's tag, then a random nonce of the writer: names never repeat across jobs or runs.
+    expect(committables[0]?.txn).toMatch(new RegExp(`^${table}/e1-a0-[0-9a-f]{12}/0/c1$`));
     expect(await items()).toEqual({});
     const committer = await commit(sink, committables);
     expect(committer.stats).toEqual({ committed: 1, alreadyCommitted: 0, retries: 0 });
@@ -164,20 +165,19 @@ describe('dynamoDbSink, transactional', () => {
     expect(await items()).toEqual(after);
   });
 
-  it('commits more than 100 writes in chunks of at most 98 plus the marker and the fence check, each exactly once', async () => {
+  it('commits more than 100 writes in chunks of at most 99 plus the marker, each exactly once', async () => {
     const many = Array.from({ length: 250 }, (_, i) => ({ customer: `c${String(i).padStart(3, '0')}`, amount: i }));
     const sink = orderSink();
     const sizes: number[] = [];
-    const counting = orderSink({
-      client: clientWith(async (command, input, send) => {
-        if (command === 'TransactWriteItemsCommand') sizes.push((input['TransactItems'] as unknown[]).length);
-        return send();
-      }),
+    const countingClient = clientWith(async (command, input, send) => {
+      if (command === 'TransactWriteItemsCommand') sizes.push((input['TransactItems'] as unknown[]).length);
+      return send();
     });
+    const counting = orderSink({ client: countingClient });
     const committables = await stage(sink, many, 4);
-    expect(committables[0]?.chunks.map((c) => c.items.length)).toEqual([98, 98, 54]);
+    expect(committables[0]?.chunks.map((c) => c.items.length)).toEqual([99, 99, 52]);
     const committer = await commit(counting, committables);
-    expect(sizes.sort((a, b) => b - a)).toEqual([100, 100, 56]);
+    expect(sizes.sort((a, b) => b - a)).toEqual([100, 100, 53]);
     expect(committer.stats.committed).toBe(3);
     const written = await items();
     expect(Object.keys(written)).toHaveLength(250);
@@ -201,6 +201,14 @@ describe('dynamoDbSink, transactional', () => {
     expect(resumed.stats).toEqual({ committed: 2, alreadyCommitted: 1, retries: 0 });
     expect((await items())['c249']).toEqual({ pk: 'c249', total: 498, orders: 2, last: 249 });
     expect((await items())['c000']).toEqual({ pk: 'c000', total: 0, orders: 2, last: 0 });
+
+    // With a jobId (fenced), the fence check rides along too: chunks of at most 98.
+    sizes.length = 0;
+    const fenced = await stage(orderSink({ jobId: 'orders' }), many, 6);
+    expect(fenced[0]?.chunks.map((c) => c.items.length)).toEqual([98, 98, 54]);
+    await commit(orderSink({ jobId: 'orders', client: countingClient }), fenced);
+    expect(sizes.sort((a, b) => b - a)).toEqual([100, 100, 56]);
+    expect((await items())['c249']).toMatchObject({ orders: 3 });
   });
 
   it('retries conflicts, throttling and server errors with backoff, and a lost response does not apply twice', async () => {
@@ -292,10 +300,10 @@ describe('dynamoDbSink, transactional', () => {
         new GetItemCommand({ TableName: sorted, Key: { pk: { S: 'ann' }, sk: type === 'S' ? { S: 'totals' } : { N: '1' } } }),
       );
       expect(unmarshall(ann.Item!)).toMatchObject({ pk: 'ann', total: 12.5 });
-      const marker = await dynamo.client.send(
-        new GetItemCommand({ TableName: sorted, Key: { pk: { S: `#sluice-commit#${sorted}/e1-a0/0/c3#0` }, sk: value } }),
-      );
-      expect(marker.Item?.['sluiceTxn']?.S).toBe(`${sorted}/e1-a0/0/c3`);
+      const txn = sortedCommittables[0]?.txn ?? '';
+      expect(txn).toMatch(new RegExp(`^${sorted}/e1-a0-[0-9a-f]{12}/0/c3$`));
+      const marker = await dynamo.client.send(new GetItemCommand({ TableName: sorted, Key: { pk: { S: `#sluice-commit#${txn}#0` }, sk: value } }));
+      expect(marker.Item?.['sluiceTxn']?.S).toBe(txn);
     }
   });
 

@@ -202,6 +202,13 @@ describe('failure classification and options', () => {
     expect(same.marker.sortKey).toEqual({ name: 'sk', value: undefined });
     expect(compileDynamoDbSinkOptions({ ...base, sortKey: 'sk', marker: { sortKeyValue: 5 } }).marker.sortKey).toEqual({ name: 'sk', value: { N: '5' } });
     expect(() => compileDynamoDbSinkOptions({ ...base, sortKey: 'sk', marker: { sortKeyValue: '' } })).toThrow(/sortKeyValue/);
-    expect(same.limits).toEqual({ maxItems: 98, maxBytes: 4_000_000 - 1024 });
+    // Unfenced (no jobId): the marker takes one item; with a jobId the fence check takes another.
+    expect(same.fenced).toBe(false);
+    expect(same.jobId).toBe('orders');
+    expect(same.limits).toEqual({ maxItems: 99, maxBytes: 4_000_000 - 1024 });
+    const named = compileDynamoDbSinkOptions({ ...base, jobId: 'orders-job' });
+    expect(named).toMatchObject({ fenced: true, jobId: 'orders-job', limits: { maxItems: 98 } });
+    expect(compileDynamoDbSinkOptions({ ...base, jobId: 'j', maxItemsPerTransaction: 2 }).limits.maxItems).toBe(1);
+    expect(compileDynamoDbSinkOptions({ ...base, maxItemsPerTransaction: 2 }).limits.maxItems).toBe(1);
   });
 });

@@ -8,7 +8,10 @@ import type { DynamoDbChunk } from './transact-items.ts';
  * whichever subtask (after rescaling) and whichever later run commits it.
  */
 export interface DynamoDbCommittable {
-  /** `<jobId>/<fencingTag of the attempt>/<subtask>/<c<checkpoint id> | f<flush number>>`: names the transaction's commit markers. */
+  /**
+   * `<jobId>/<fencingTag of the attempt>-<writer's random nonce>/<subtask>/<c<checkpoint id> | f<flush number>>`:
+   * names the transaction's commit markers. Restored committables keep it, so a re-commit finds the same markers.
+   */
   readonly txn: string;
   /** Epoch ms of the pre-commit; the markers' expiry counts from it (so a retried request is identical). */
   readonly preparedAt: number;

@@ -10,7 +10,7 @@ import { commitUpsert } from './upsert-commit.ts';
 
 /** What committing needs of the sink's options. */
 export type DynamoDbCommitterConfig = Pick<CompiledDynamoDbSink<unknown>, 'mode' | 'marker' | 'retry' | 'commitConcurrency'> &
-  Partial<Pick<CompiledDynamoDbSink<unknown>, 'jobId'>>;
+  Partial<Pick<CompiledDynamoDbSink<unknown>, 'jobId' | 'fenced'>>;
 
 interface Prepared {
   readonly marker: ResolvedMarkerConfig;
@@ -22,10 +22,11 @@ interface Prepared {
  * ('upsert'). Committing the same committables again changes nothing. Errors are DynamoDbSinkErrors: retriable
  * when retries ran out (the job restarts and commits again), not retriable when DynamoDB rejects the writes.
  *
- * With a fencing token (and `jobId`), transactional commits are fenced: the first `commit` call raises the job's
- * fence to the token's epoch, even with nothing to commit (the runtime makes that call when an attempt starts),
- * and every transaction checks it; a committer of an older epoch than the fence gets FencedError and changes
- * nothing. Upsert mode is not fenced: its writes are idempotent puts without markers.
+ * With a fencing token and an explicit `jobId` (`fenced`), transactional commits are fenced: the first `commit`
+ * call raises the job's fence to the token's epoch, even with nothing to commit (the runtime makes that call when
+ * an attempt starts), and every transaction checks it; a committer of an older epoch than the fence gets
+ * FencedError and changes nothing. Without a jobId there is no fence (unrelated jobs may share a table). Upsert
+ * mode is not fenced: its writes are idempotent puts without markers.
  */
 export class DynamoDbCommitter implements Committer<DynamoDbCommittable> {
   readonly stats: DynamoDbCommitStats = newCommitStats();
@@ -54,8 +55,8 @@ export class DynamoDbCommitter implements Committer<DynamoDbCommittable> {
 
   private async prepare(): Promise<Prepared> {
     const marker = await resolveMarkerConfig(this.client, this.config.marker);
-    const { jobId } = this.config;
-    if (this.fencing === undefined || jobId === undefined) return { marker, fence: undefined };
+    const { jobId, fenced } = this.config;
+    if (this.fencing === undefined || jobId === undefined || fenced !== true) return { marker, fence: undefined };
     const fence = sinkFence(marker, jobId, this.fencing);
     await fence.raise(this.client, this.config.retry);
     return { marker, fence };

@@ -45,10 +45,19 @@ export interface DynamoDbSinkOptions<T> extends DynamoDbKeySchema {
    * @default 'transactional'
    */
   readonly mode?: DynamoDbSinkMode;
-  /** Names this job in commit markers ([A-Za-z0-9._:-], at most 100). @default the table name */
+  /**
+   * Names the job ([A-Za-z0-9._:-], at most 100) and turns on zombie fencing: a fence item per jobId in the marker
+   * table, raised by each attempt and checked by every commit transaction. It must be unique per job (two jobs with
+   * one jobId fence each other) and stay the same across the job's runs. Unset: no fence (as without fencing
+   * tokens), and markers are named after the table; commit markers of different jobs never collide either way.
+   * @default none (unfenced)
+   */
   readonly jobId?: string;
   readonly marker?: DynamoDbMarkerOptions;
-  /** Items per TransactWriteItems call, the commit marker and the fence check included (2-100). @default 100 */
+  /**
+   * Items per TransactWriteItems call, the commit marker and (with a jobId) the fence check included (2-100).
+   * @default 100
+   */
   readonly maxItemsPerTransaction?: number;
   /** Estimated bytes per transaction (DynamoDB allows 4 MB). @default 4000000 */
   readonly maxTransactionBytes?: number;
@@ -71,7 +80,10 @@ export interface CompiledDynamoDbSink<T> {
   readonly schema: DynamoDbKeySchema;
   readonly toWrites: DynamoDbSinkOptions<T>['toWrites'];
   readonly mode: DynamoDbSinkMode;
+  /** First part of commit marker names: the options' jobId, else the table name. */
   readonly jobId: string;
+  /** Whether commits are fenced: only when the options name the job (`jobId`). */
+  readonly fenced: boolean;
   readonly marker: MarkerConfig;
   readonly limits: ChunkLimits;
   readonly commitConcurrency: number;
@@ -116,8 +128,12 @@ export function compileDynamoDbSinkOptions<T>(options: DynamoDbSinkOptions<T>): 
   if (typeof options.toWrites !== 'function') fail('toWrites (record -> writes) is required');
   const mode = options.mode ?? 'transactional';
   if (mode !== 'transactional' && mode !== 'upsert') fail(`mode must be 'transactional' or 'upsert', got "${String(mode)}"`);
+  if (options.jobId !== undefined && (typeof options.jobId !== 'string' || !JOB_ID.test(options.jobId))) {
+    fail(`jobId "${String(options.jobId)}" must match [A-Za-z0-9._:-]{1,100}`);
+  }
+  // A defaulted name cannot tell two jobs on one table apart, so it must not fence: only an explicit jobId does.
+  const fenced = options.jobId !== undefined;
   const jobId = options.jobId ?? options.table;
-  if (!JOB_ID.test(jobId)) fail(`jobId "${jobId}" must match [A-Za-z0-9._:-]{1,100}`);
 
   const m = options.marker ?? {};
   const markerTable = m.table ?? options.table;
@@ -145,10 +161,11 @@ export function compileDynamoDbSinkOptions<T>(options: DynamoDbSinkOptions<T>): 
     toWrites: options.toWrites,
     mode,
     jobId,
+    fenced,
     marker,
-    // The marker and the fence check ride in every transaction (at 2, the check comes on top); upsert mode has
-    // neither but keeps the same chunks.
-    limits: { maxItems: Math.max(1, maxItems - 2), maxBytes: maxBytes - 1024 },
+    // The marker rides in every transaction, and so does the fence check when fenced (at 2, the check comes on
+    // top); upsert mode has neither but keeps the same chunks.
+    limits: { maxItems: fenced ? Math.max(1, maxItems - 2) : maxItems - 1, maxBytes: maxBytes - 1024 },
     commitConcurrency: integer('commitConcurrency', options.commitConcurrency, 4, 1, 64),
     flushEveryWrites: integer('flushEveryWrites', options.flushEveryWrites, 1000, 1, 10_000_000),
     retry: compileRetry('DynamoDB sink', options.retry),

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { fencingTag, originAt, UserFunctionError, type RecordBatch } from '../../../core/index.ts';
 import type { SinkContext, TwoPhaseCommitSinkWriter } from '../../sink.ts';
@@ -29,8 +29,13 @@ export class DynamoDbSinkWriter<T> implements TwoPhaseCommitSinkWriter<T, Dynamo
     private readonly client: () => DynamoDBClient,
   ) {
     this.staged = new StagedWrites(config.schema, config.mode === 'transactional', ctx.operatorName);
-    // The attempt's tag keeps marker names of attempts apart (epochs never repeat); a writer made by hand gets a random one.
-    this.txnPrefix = `${config.jobId}/${ctx.fencing === undefined ? randomUUID() : fencingTag(ctx.fencing)}/${ctx.subtask}`;
+    // Marker names must never repeat across jobs or runs, or a chunk reads as committed that never was. The
+    // attempt's tag alone does not ensure that: jobs share the default jobId (the table) and two jobs started in
+    // the same millisecond on different hosts get the same token. So each writer adds a random nonce (48 bits);
+    // restored committables carry their names, so a re-commit still finds its markers. A writer made by hand, with
+    // no token, gets a random id instead of the tag.
+    const tag = ctx.fencing === undefined ? randomUUID() : `${fencingTag(ctx.fencing)}-${randomBytes(6).toString('hex')}`;
+    this.txnPrefix = `${config.jobId}/${tag}/${ctx.subtask}`;
     this.checkpointing = ctx.checkpointing !== false;
   }
 

@@ -16,11 +16,13 @@ const EPOCH = 'sluiceFenceEpoch';
 const ATTEMPT = 'sluiceFenceAttempt';
 
 /**
- * The sink's fence: one item in the marker table per job (`<keyPrefix><jobId>/fence`) holding the highest epoch
- * that has started committing. A committer raises it to its own epoch before its first commit (the runtime commits
- * the restored committables when an attempt starts, so that is when the attempt starts), and every commit
- * transaction carries a ConditionCheck that the fence is not above the committer's epoch: once a newer attempt has
- * raised it, a zombie of an older one cannot apply a single chunk, however late its request arrives.
+ * The sink's fence, kept only for a sink given an explicit `jobId` (a defaulted one, the table name, would make
+ * unrelated jobs on one table fence each other): one item in the marker table per job (`<keyPrefix><jobId>/fence`)
+ * holding the highest epoch that has started committing. A committer raises it to its own epoch before its first
+ * commit (the runtime commits the restored committables when an attempt starts, so that is when the attempt
+ * starts), and every commit transaction carries a ConditionCheck that the fence is not above the committer's epoch:
+ * once a newer attempt has raised it, a zombie of an older one cannot apply a single chunk, however late its
+ * request arrives.
  */
 export interface SinkFence {
   /** Raises the fence to `token.epoch` (never lowers it); FencedError when it already stands higher. */

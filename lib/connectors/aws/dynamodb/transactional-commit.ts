@@ -55,8 +55,9 @@ export interface TransactionalCommitConfig {
  * exists was committed before (maybe hours ago, by an earlier run): the transaction is cancelled with the marker's
  * ConditionalCheckFailed and nothing changes, which counts as success. The ClientRequestToken additionally makes
  * DynamoDB answer a repeat within 10 minutes with the first result. With a fence, each transaction also checks
- * that no newer attempt has raised it (FencedError, nothing applied); a chunk prepared before fences existed with
- * 99 writes has no room for the check and commits unfenced, as it would have then.
+ * that no newer attempt has raised it (FencedError, nothing applied); a chunk prepared unfenced (before fences
+ * existed, or before the sink was given a jobId) with 99 writes has no room for the check and commits unfenced, as
+ * it would have then.
  */
 export async function commitTransactional(
   client: DynamoDBClient,
