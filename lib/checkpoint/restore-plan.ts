@@ -23,7 +23,7 @@ export interface StartupInput {
   readonly fresh: boolean;
   /** `--restore` as the user gave it (for messages). @default none */
   readonly restore?: string;
-  /** `--restore` as an absolute path, compared with the marker's source. Required with `restore`. */
+  /** `--restore` as an absolute path, or a URI (`s3://…`) as given, compared with the marker's source. Required with `restore`. */
   readonly restoreSource?: string;
   /** The folder's restore marker as read (not read with `fresh`). */
   readonly marker: RestoreMarker | undefined;

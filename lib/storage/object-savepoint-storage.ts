@@ -4,19 +4,22 @@ import { join } from 'node:path';
 import {
   METADATA_FILE_NAME,
   directoryName,
+  parseDirectoryName,
   parseSavepointDirName,
+  parseTaskStatePath,
   taskStateFileName,
   taskStatePath,
   type CheckpointDirectory,
 } from '../checkpoint/naming.ts';
 import type { CheckpointMetadata } from '../checkpoint/types.ts';
-import { InternalError, SluiceError } from '../core/index.ts';
+import { ConfigError, InternalError, SluiceError } from '../core/index.ts';
 import type { TaskStateReader } from './checkpoint-storage.ts';
-import { CheckpointIoError } from './errors.ts';
+import { CheckpointCorruptError, CheckpointIoError } from './errors.ts';
 import { sha256Hex } from './fs/durable-fs.ts';
 import { decodeMetadata, encodeMetadata } from './metadata-codec.ts';
-import type { ObjectStore } from './object-store.ts';
-import type { SavepointStorage } from './savepoint-storage.ts';
+import type { ObjectDigest, ObjectStore } from './object-store.ts';
+import { ObjectSharedState } from './object-shared-state.ts';
+import type { SavepointStorage, SnapshotReader } from './savepoint-storage.ts';
 
 /**
  * Savepoints in an object store (S3), laid out as local ones: `savepoint-<id>-<epoch ms>/_metadata`, the task
@@ -88,6 +91,14 @@ export class ObjectSavepointStorage implements SavepointStorage {
     return removed;
   }
 
+  openSnapshot(name: string): ObjectSnapshotReader {
+    // One folder name: `..` or a `/` could reach objects outside the savepoint location.
+    if (name === '' || name === '.' || name === '..' || name.includes('/')) {
+      throw new ConfigError(`"${name}" is not the name of a savepoint folder in ${this.store.describe()}`);
+    }
+    return new ObjectSnapshotReader(new SubfolderStore(this.store, name));
+  }
+
   private async exists(path: string): Promise<boolean> {
     try {
       return (await this.store.size(path)) !== undefined;
@@ -99,4 +110,149 @@ export class ObjectSavepointStorage implements SavepointStorage {
 
 function savepointDirectory(metadata: Pick<CheckpointMetadata, 'checkpointId' | 'triggeredAt'>): CheckpointDirectory {
   return { kind: 'savepoint', checkpointId: metadata.checkpointId, timestamp: metadata.triggeredAt };
+}
+
+/**
+ * A savepoint (or checkpoint folder) in an object store read on its own, as `--restore s3://…/savepoint-…` and the
+ * restore.json of a job stopped with a savepoint in S3 name it: the object-store twin of SnapshotDirectory.
+ */
+export class ObjectSnapshotReader implements SnapshotReader {
+  readonly location: string;
+  /** Shared files of a self-contained savepoint are under its own `shared/`. */
+  readonly sharedState: ObjectSharedState;
+
+  constructor(private readonly store: ObjectStore) {
+    this.location = store.describe();
+    this.sharedState = new ObjectSharedState(store);
+  }
+
+  async hasMetadata(): Promise<boolean> {
+    try {
+      return (await this.store.size(METADATA_FILE_NAME)) !== undefined;
+    } catch (cause) {
+      throw new CheckpointIoError('inspect', this.store.describe(METADATA_FILE_NAME), cause);
+    }
+  }
+
+  async readMetadata(): Promise<CheckpointMetadata> {
+    const where = this.store.describe(METADATA_FILE_NAME);
+    let bytes: Uint8Array | undefined;
+    try {
+      bytes = await this.store.get(METADATA_FILE_NAME);
+    } catch (cause) {
+      throw new CheckpointIoError('read checkpoint metadata', where, cause);
+    }
+    if (bytes === undefined) throw new CheckpointCorruptError(where, 'the file is missing');
+    const folder = this.location.replace(/\/+$/, '');
+    return decodeMetadata(bytes, where, parseDirectoryName(folder.slice(folder.lastIndexOf('/') + 1))?.checkpointId);
+  }
+
+  async verifyTaskFiles(metadata: CheckpointMetadata): Promise<void> {
+    for (const handle of metadata.tasks) {
+      const path = taskObject(handle.path);
+      const where = this.store.describe(path);
+      let actual: ObjectDigest | undefined;
+      try {
+        actual = await this.store.digest(path);
+      } catch (cause) {
+        throw new CheckpointIoError('verify task state file', where, cause);
+      }
+      if (actual === undefined) throw new CheckpointCorruptError(where, 'the file is missing');
+      if (actual.bytes !== handle.bytes || actual.sha256 !== handle.sha256) {
+        throw new CheckpointCorruptError(where, `it has ${actual.bytes} bytes and another sha256 than the metadata records`);
+      }
+      // Shared files by size here; their sha256 is checked as each is read during the restore.
+      for (const shared of handle.sharedFiles ?? []) {
+        const bytes = await this.sharedState.size(shared.path);
+        if (bytes === undefined) throw new CheckpointCorruptError(this.store.describe(shared.path), 'the shared state file is missing');
+        if (bytes !== shared.bytes) {
+          throw new CheckpointCorruptError(this.store.describe(shared.path), `it has ${bytes} bytes, the metadata says ${shared.bytes}`);
+        }
+      }
+    }
+  }
+
+  async readTaskState(path: string, expected: { bytes: number; sha256: string }): Promise<Uint8Array> {
+    const object = taskObject(path);
+    const where = this.store.describe(object);
+    let data: Uint8Array | undefined;
+    try {
+      data = await this.store.get(object);
+    } catch (cause) {
+      throw new CheckpointIoError('read task state file', where, cause);
+    }
+    if (data === undefined) throw new CheckpointCorruptError(where, 'the file is missing');
+    if (data.byteLength !== expected.bytes) {
+      throw new CheckpointCorruptError(where, `it has ${data.byteLength} bytes, the metadata says ${expected.bytes}`);
+    }
+    if ((await sha256Hex(data)) !== expected.sha256) {
+      throw new CheckpointCorruptError(where, 'its sha256 differs from the one recorded in the metadata');
+    }
+    return data;
+  }
+}
+
+/** A metadata task path (`<folder>/task-<v>-<s>.state`) as the object of that name in this folder, whatever the folder is called now. */
+function taskObject(path: string): string {
+  if (parseTaskStatePath(path) === undefined) {
+    throw new CheckpointCorruptError(path, 'the metadata names it as a task state file, which it cannot be');
+  }
+  return path.slice(path.indexOf('/') + 1);
+}
+
+/** The objects under one folder of a store, as a store of their own (read by ObjectSnapshotReader). */
+class SubfolderStore implements ObjectStore {
+  readonly location: string;
+
+  constructor(
+    private readonly parent: ObjectStore,
+    private readonly folder: string,
+  ) {
+    this.location = parent.describe(folder);
+  }
+
+  private at(path: string): string {
+    return path === '' ? this.folder : `${this.folder}/${path}`;
+  }
+
+  describe(path?: string): string {
+    return this.parent.describe(path === undefined || path === '' ? this.folder : this.at(path));
+  }
+  get(path: string): Promise<Uint8Array | undefined> {
+    return this.parent.get(this.at(path));
+  }
+  size(path: string): Promise<number | undefined> {
+    return this.parent.size(this.at(path));
+  }
+  digest(path: string): Promise<ObjectDigest | undefined> {
+    return this.parent.digest(this.at(path));
+  }
+  put(path: string, data: Uint8Array, sha256?: string): Promise<void> {
+    return this.parent.put(this.at(path), data, sha256);
+  }
+  putIfAbsent(path: string, data: Uint8Array, sha256?: string): Promise<boolean> {
+    return this.parent.putIfAbsent(this.at(path), data, sha256);
+  }
+  putFile(path: string, localPath: string): Promise<ObjectDigest> {
+    return this.parent.putFile(this.at(path), localPath);
+  }
+  getFile(path: string, localPath: string): Promise<ObjectDigest | undefined> {
+    return this.parent.getFile(this.at(path), localPath);
+  }
+  async list(dir: string): Promise<string[]> {
+    const prefix = `${this.folder}/`;
+    return (await this.parent.list(this.at(dir))).map((p) => (p.startsWith(prefix) ? p.slice(prefix.length) : p));
+  }
+  listFolders(dir: string): Promise<string[]> {
+    return this.parent.listFolders(this.at(dir));
+  }
+  delete(paths: readonly string[]): Promise<void> {
+    return this.parent.delete(paths.map((p) => this.at(p)));
+  }
+  deleteFolder(dir: string): Promise<void> {
+    return this.parent.deleteFolder(this.at(dir));
+  }
+  removeTemporary(dir: string): Promise<void> {
+    return this.parent.removeTemporary(this.at(dir));
+  }
 }

@@ -20,4 +20,25 @@ export interface SavepointStorage {
   write(metadata: CheckpointMetadata, source: TaskStateReader): Promise<string>;
   /** Deletes savepoints a crash left half-written. Returns their names. Call it at start-up only. */
   removeIncomplete(): Promise<string[]>;
+  /**
+   * The savepoint (or checkpoint folder) `name` directly under this location, read on its own as `--restore` and
+   * restore.json name it. Storage that cannot read its savepoints back leaves it out.
+   */
+  openSnapshot?(name: string): SnapshotReader;
+}
+
+/**
+ * One savepoint or checkpoint folder read on its own, wherever it is (a local directory, an S3 prefix): its
+ * `_metadata` and the task and shared files beside it. Task paths in the metadata are looked up by file name inside
+ * the folder, so a savepoint can be moved or renamed and still restores.
+ */
+export interface SnapshotReader extends TaskStateReader {
+  /** Where it is, as restore.json records it and messages name it: an absolute path or a URI. */
+  readonly location: string;
+  /** Whether the folder holds `_metadata` (else it is not a complete checkpoint or savepoint). */
+  hasMetadata(): Promise<boolean>;
+  /** Reads and verifies `_metadata`; when the folder keeps its original name, the id in it must match. */
+  readMetadata(): Promise<CheckpointMetadata>;
+  /** Checks every task file the metadata lists (size and sha256) and the size of every shared file. */
+  verifyTaskFiles(metadata: CheckpointMetadata): Promise<void>;
 }

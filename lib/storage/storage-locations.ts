@@ -3,7 +3,8 @@ import { ConfigError } from '../core/index.ts';
 import type { CheckpointStorage } from './checkpoint-storage.ts';
 import { FileCheckpointStorage } from './fs/file-checkpoint-storage.ts';
 import { FileSavepointStorage } from './fs/file-savepoint-storage.ts';
-import type { SavepointStorage } from './savepoint-storage.ts';
+import { SnapshotDirectory } from './fs/snapshot-directory.ts';
+import type { SavepointStorage, SnapshotReader } from './savepoint-storage.ts';
 
 /**
  * What a module registered for a location scheme (`s3`) exports: how to open checkpoint and savepoint storage at a
@@ -69,4 +70,24 @@ export async function openCheckpointStorageAt(location: string): Promise<Checkpo
 export async function openSavepointStorageAt(location: string): Promise<SavepointStorage> {
   if (!isRemoteLocation(location)) return new FileSavepointStorage(location);
   return (await schemeModule(location, 'savepoint')).openSavepointStorage(location);
+}
+
+/**
+ * One savepoint or checkpoint folder to restore from (`--restore`, restore.json): a local directory, or a folder at a
+ * location of a registered scheme (`s3://bucket/prefix/savepoints/savepoint-…`), read through the savepoint storage
+ * of its parent. ConfigError for a URI that names no folder or whose scheme cannot read savepoints back.
+ */
+export async function openSnapshotAt(location: string): Promise<SnapshotReader> {
+  if (!isRemoteLocation(location)) return new SnapshotDirectory(location);
+  const trimmed = location.replace(/\/+$/, '');
+  const cut = trimmed.lastIndexOf('/');
+  // A folder below the bucket (or other root), without parameters: savepoint folders take none.
+  if (/[?#]/.test(trimmed) || cut < trimmed.indexOf('://') + 3) {
+    throw new ConfigError(`--restore ${location}: not a savepoint folder; pass one, e.g. s3://bucket/prefix/savepoints/savepoint-<id>-<time>`);
+  }
+  const savepoints = await openSavepointStorageAt(trimmed.slice(0, cut));
+  if (savepoints.openSnapshot === undefined) {
+    throw new ConfigError(`--restore ${location}: savepoints at this kind of location cannot be read back; copy the folder to a local directory`);
+  }
+  return savepoints.openSnapshot(trimmed.slice(cut + 1));
 }

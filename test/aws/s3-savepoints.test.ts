@@ -1,3 +1,6 @@
+import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineJob } from '../../lib/api/job.ts';
 import { ExitCode } from '../../lib/cli/exit-codes.ts';
@@ -11,6 +14,7 @@ import type { JobResult } from '../../lib/runtime/job-result.ts';
 import { FakeJobControl } from '../harness/fake-job-control.ts';
 import { writeTestCheckpoint } from '../harness/checkpoint-storage-fixtures.ts';
 import { startS3Emulator, type S3Emulator } from '../harness/aws/s3-emulator.ts';
+import { runSluice, startSluice, waitFor } from '../integration/sluice-process.ts';
 
 const BUCKET = 'savepoints';
 const ENV = ['AWS_ENDPOINT_URL_S3', 'AWS_REGION', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'] as const;
@@ -88,6 +92,87 @@ describe('savepoints of a job checkpointing to S3', () => {
     expect(code).not.toBe(ExitCode.ok);
     expect(missing.join('')).toContain(`no running job found: s3://${BUCKET}/job-b/rest.json does not exist`);
   });
+});
+
+/** Every line of the committed part files, sorted (duplicates kept, so that they show). */
+function committedRows(output: string): string[] {
+  try {
+    return readdirSync(output)
+      .filter((f) => /^part-\d+-\d+\.jsonl$/.test(f))
+      .flatMap((f) => readFileSync(join(output, f), 'utf8').split('\n'))
+      .filter((l) => l.length > 0)
+      .sort();
+  } catch {
+    return [];
+  }
+}
+
+describe('a job checkpointing to S3, stopped with a savepoint in S3', () => {
+  const JOB = 'test/fixtures/jobs/throttled-window-counts.ts';
+  const EVENTS = 24_000;
+  let dir: string;
+  let reference: string[];
+  let stoppedOutput: string;
+  let savepoint: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sluice-s3-restore-'));
+    const out = join(dir, 'reference');
+    const run = await runSluice(['run', JOB, '--output', out, '--events', String(EVENTS), '--rate', '1000000']);
+    expect(run.code, run.stderr).toBe(0);
+    reference = committedRows(out);
+    expect(reference.length).toBeGreaterThan(0);
+  }, 120_000);
+
+  afterAll(() => {
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the same sluice run command continues from the savepoint and ends with exactly the uninterrupted output', async () => {
+    stoppedOutput = join(dir, 'stopped');
+    const location = `s3://${BUCKET}/job-stop?commitMode=s3-conditional`;
+    const args = ['run', JOB, '--output', stoppedOutput, '--events', String(EVENTS), '--parallelism', '2', '--checkpoint-dir', location, '--checkpoint-interval-ms', '100'];
+    const { done } = startSluice([...args, '--rate', '1500']);
+    await waitFor('the job to record rest.json in S3', async () => ((await openS3CheckpointStorage(location).records.read('rest.json')) === undefined ? undefined : true));
+    await waitFor('a committed part file', () => (committedRows(stoppedOutput).length > 0 ? true : undefined));
+    const stopped = await runSluice(['stop', '--checkpoint-dir', location]);
+    expect(stopped.code, stopped.stderr).toBe(0);
+    savepoint = stopped.stdout.trim();
+    expect(savepoint).toMatch(new RegExp(`^s3://${BUCKET}/job-stop/savepoints/savepoint-\\d+-\\d+$`));
+    const run = await done;
+    expect(run.code, run.stderr).toBe(0);
+    expect(committedRows(stoppedOutput).length).toBeLessThan(reference.length);
+
+    // The output as the stop left it, for the --restore test below.
+    cpSync(stoppedOutput, join(dir, 'stopped-copy'), { recursive: true });
+    const resumed = await runSluice([...args, '--rate', '1000000']);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stderr).toContain(`restored from savepoint ${savepoint}`);
+    expect(committedRows(stoppedOutput)).toEqual(reference);
+  }, 120_000);
+
+  it('--restore s3://…/savepoints/savepoint-… starts a job in another checkpoint folder from it, at another parallelism', async () => {
+    // The same output folder as the stopped run (the sink's name, which its state is kept under, is its folder).
+    const output = stoppedOutput;
+    rmSync(output, { recursive: true, force: true });
+    cpSync(join(dir, 'stopped-copy'), output, { recursive: true });
+    const run = await runSluice([
+      'run', JOB, '--output', output, '--events', String(EVENTS), '--parallelism', '3', '--rate', '1000000',
+      '--checkpoint-dir', join(dir, 'ck-restored'), '--restore', savepoint,
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toContain(`restored from savepoint ${savepoint}`);
+    expect(committedRows(output)).toEqual(reference);
+  }, 120_000);
+
+  it('--restore of an S3 folder that is no savepoint fails with exit code 2 and says why', async () => {
+    const run = await runSluice([
+      'run', JOB, '--output', join(dir, 'bad'), '--events', '10', '--checkpoint-dir', join(dir, 'ck-bad'),
+      '--restore', `s3://${BUCKET}/job-stop/savepoints/savepoint-0000000099-1`,
+    ]);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain(`--restore s3://${BUCKET}/job-stop/savepoints/savepoint-0000000099-1: not a savepoint or checkpoint folder`);
+  }, 60_000);
 });
 
 describe('S3 checkpoint commit mode default', () => {

@@ -1,4 +1,3 @@
-import { resolve } from 'node:path';
 import { ConfigError, InternalError } from '../../core/index.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
 import { planRestore, planStartup, type CorruptCheckpoint, type RestoreStart } from '../../checkpoint/restore-plan.ts';
@@ -7,7 +6,7 @@ import type { CheckpointStorage, TaskStateReader } from '../../storage/checkpoin
 import type { SavepointStorage } from '../../storage/savepoint-storage.ts';
 import { defaultSavepointLocation, openSavepointStorageAt } from '../../storage/storage-locations.ts';
 import { DEFAULT_SAVEPOINT_SUBDIR, type CheckpointingConfig } from '../checkpoint-driver/checkpointing-config.ts';
-import { openExternalRestore, type ExternalRestore } from './external-restore.ts';
+import { openExternalRestore, restoreSourceOf, type ExternalRestore } from './external-restore.ts';
 import { RESTORE_MARKER_FILE, readRestoreMarker, removeRestoreMarker, writeRestoreMarker } from './restore-marker.ts';
 import { checkCompatible } from './restore-plan.ts';
 import { openCheckpointStorage } from './open-checkpoint-storage.ts';
@@ -59,7 +58,7 @@ export async function prepareCheckpointing(
   const startup = planStartup({
     location: storage.location,
     fresh,
-    ...(config.restore === undefined ? {} : { restore: config.restore, restoreSource: resolve(config.restore) }),
+    ...(config.restore === undefined ? {} : { restore: config.restore, restoreSource: restoreSourceOf(config.restore) }),
     marker: found,
     checkpointIds: listed.map((c) => c.checkpointId),
     removedIds: removed,
@@ -84,7 +83,7 @@ export async function prepareCheckpointing(
     if (startup.from === 'restore' && config.restore !== undefined && startup.newMarkerFloor !== undefined) {
       // Checked before the marker is written, so a savepoint this job cannot use leaves the folder as it was.
       external = await openExternalRestore(config.restore, plan, compatibility);
-      marker = { source: external.dir, checkpointId: external.metadata.checkpointId, floor: startup.newMarkerFloor };
+      marker = { source: external.location, checkpointId: external.metadata.checkpointId, floor: startup.newMarkerFloor };
       await writeRestoreMarker(storage.records, marker);
     }
     if (marker === undefined) throw new InternalError(`start-up planned to continue from a restore marker, but ${storage.location} has none`);

@@ -28,8 +28,11 @@ export interface WorkerInit {
   readonly stateBackend: Required<StateBackendConfig>;
   /** The checkpoint to start from. */
   readonly restoreFrom: CheckpointMetadata | undefined;
-  /** Directory of `restoreFrom`'s task files when it is a savepoint (or another checkpoint directory), not in `checkpointDir`. */
-  readonly restoreDir?: string | undefined;
+  /**
+   * Where `restoreFrom`'s task files are when it is a savepoint (or another checkpoint folder), not in
+   * `checkpointDir`: a local path or a URI of a registered scheme, opened with openSnapshotAt.
+   */
+  readonly restoreLocation?: string | undefined;
 }
 
 /** Worker -> coordinating thread. */

@@ -77,8 +77,8 @@ interface AttemptSetup {
   readonly plan: PhysicalPlan;
   readonly splits: Map<number, SourceSplit[]>;
   readonly restoreFrom: CheckpointMetadata | undefined;
-  /** Directory of `restoreFrom`'s files when they are not in the checkpoint folder (a savepoint). */
-  readonly restoreDir: string | undefined;
+  /** Where `restoreFrom`'s files are when they are not in the checkpoint folder (a savepoint): a path or a URI. */
+  readonly restoreLocation: string | undefined;
   /** Receives the workers' checkpoint messages; undefined without checkpointing. */
   readonly driver: CheckpointDriver | undefined;
   /** Filled with a function that sends a message to every worker. */
@@ -160,7 +160,7 @@ async function runLocked(
   try {
     const outcome =
       config === undefined || prepared === undefined
-        ? await runAttempt({ options, plan, splits, placement, restoreFrom: undefined, restoreDir: undefined, driver: undefined, broadcast: { send() {} }, job, restoredFrom: undefined, fencing: issueFencingToken(undefined) })
+        ? await runAttempt({ options, plan, splits, placement, restoreFrom: undefined, restoreLocation: undefined, driver: undefined, broadcast: { send() {} }, job, restoredFrom: undefined, fencing: issueFencingToken(undefined) })
         : await runWithCheckpoints(options, config, prepared, plan, splits, placement, job, log);
     job.ended(outcome.metrics, outcome.savepoint);
     const result = summarize(started, outcome.metrics);
@@ -217,9 +217,9 @@ function runWithCheckpoints(
         log,
       });
       previous = driver;
-      const restoreDir = restoreFrom !== undefined && restoreFrom === prepared.external?.metadata ? prepared.external.dir : undefined;
+      const restoreLocation = restoreFrom !== undefined && restoreFrom === prepared.external?.metadata ? prepared.external.location : undefined;
       try {
-        return await runAttempt({ options, plan, splits, placement, restoreFrom, restoreDir, driver, broadcast, job, restoredFrom, fencing });
+        return await runAttempt({ options, plan, splits, placement, restoreFrom, restoreLocation, driver, broadcast, job, restoredFrom, fencing });
       } catch (err) {
         job.attemptFailed();
         throw err;
@@ -269,7 +269,7 @@ async function runAttempt(setup: AttemptSetup): Promise<AttemptOutcome> {
       storageSchemes: registeredStorageSchemes(),
       stateBackend: compileStateBackendConfig(options.stateBackend),
       restoreFrom: setup.restoreFrom,
-      restoreDir: setup.restoreDir,
+      restoreLocation: setup.restoreLocation,
     };
     const worker = new Worker(BOOTSTRAP, {
       workerData: init,

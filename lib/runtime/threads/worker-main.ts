@@ -3,7 +3,6 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { InternalError, systemClock, type BarrierElement } from '../../core/index.ts';
 import { buildPhysicalPlan } from '../../graph/physical-plan.ts';
 import { openCheckpointStorage } from '../restore/open-checkpoint-storage.ts';
-import { SnapshotDirectory } from '../../storage/fs/snapshot-directory.ts';
 import { buildJob, loadJobModule } from '../load-job.ts';
 import { NO_CHECKPOINTS, type CheckpointParticipant } from '../checkpoint-driver/participant.ts';
 import { CheckpointHub } from '../checkpoint-driver/checkpoint-hub.ts';
@@ -16,7 +15,7 @@ import { runTasks } from '../run-tasks.ts';
 import { serializeError } from './remote-error.ts';
 import { MessageAlignmentLink } from '../alignment/alignment-link.ts';
 import type { CoordinatorMessage, WorkerInit, WorkerMessage } from './protocol.ts';
-import { registerStorageSchemes } from '../../storage/storage-locations.ts';
+import { openSnapshotAt, registerStorageSchemes } from '../../storage/storage-locations.ts';
 
 const port = parentPort!;
 const post = (message: WorkerMessage): void => port.postMessage(message);
@@ -70,7 +69,7 @@ async function main(init: WorkerInit): Promise<WorkerMessage> {
     checkpoints = hub;
     if (init.restoreFrom !== undefined) {
       const mine = verticesOn(plan, placement, init.thread);
-      const reader = init.restoreDir === undefined ? storage : new SnapshotDirectory(init.restoreDir);
+      const reader = init.restoreLocation === undefined ? storage : await openSnapshotAt(init.restoreLocation);
       restored = await loadRestoredJob(reader, init.restoreFrom, plan, mine);
     }
   }

@@ -2,9 +2,9 @@ import { readFile, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { METADATA_FILE_NAME, parseDirectoryName, parseTaskStatePath } from '../../checkpoint/naming.ts';
 import type { CheckpointMetadata } from '../../checkpoint/types.ts';
-import type { TaskStateReader } from '../checkpoint-storage.ts';
 import { CheckpointCorruptError, CheckpointIoError } from '../errors.ts';
 import { decodeMetadata } from '../metadata-codec.ts';
+import type { SnapshotReader } from '../savepoint-storage.ts';
 import { fileSizeAndSha256 } from './durable-fs.ts';
 import { SharedStateDirectory } from './shared-state-directory.ts';
 import { errorCode, readVerifiedTaskFile, verifySharedFileSize } from './verified-files.ts';
@@ -14,13 +14,16 @@ import { errorCode, readVerifiedTaskFile, verifySharedFileSize } from './verifie
  * beside it. Task paths in the metadata are looked up by file name inside this directory, so a savepoint can be
  * moved or renamed and still restores.
  */
-export class SnapshotDirectory implements TaskStateReader {
+export class SnapshotDirectory implements SnapshotReader {
   readonly path: string;
+  /** The absolute path (SnapshotReader's location). */
+  readonly location: string;
   /** Shared state files of a self-contained savepoint live in its own `shared/` folder. */
   readonly sharedState: SharedStateDirectory;
 
   constructor(path: string) {
     this.path = resolve(path);
+    this.location = this.path;
     this.sharedState = new SharedStateDirectory(this.path);
   }
 

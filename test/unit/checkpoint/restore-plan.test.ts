@@ -1,6 +1,8 @@
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { markerAfterStop, planRestart, planRestore, planStartup } from '../../../lib/checkpoint/restore-plan.ts';
 import { ConfigError } from '../../../lib/core/index.ts';
+import { restoreSourceOf } from '../../../lib/runtime/restore/external-restore.ts';
 
 const bad = (checkpointId: number) => ({ checkpointId, reason: `damaged ${checkpointId}` });
 
@@ -88,6 +90,17 @@ describe('planStartup', () => {
       from: 'checkpoint',
       notes: ['--restore sp/7: the job in ck was restored from it before; resuming from its latest checkpoint'],
     });
+  });
+
+  it('keeps an s3:// --restore as given: the restore.json a stop in S3 wrote names the same savepoint', () => {
+    const uri = 's3://bucket/job/savepoints/savepoint-0000000007-1700000000000';
+    expect(restoreSourceOf(uri)).toBe(uri);
+    expect(restoreSourceOf(`${uri}/`)).toBe(uri);
+    expect(restoreSourceOf('sp/x')).toBe(resolve('sp/x'));
+    const stopped = { source: uri, checkpointId: 7, floor: 10 };
+    const again = { ...base, restore: uri, restoreSource: restoreSourceOf(uri), marker: stopped };
+    expect(planStartup({ ...again, checkpointIds: [10], latestComplete: 10 })).toMatchObject({ from: 'marker', notes: [] });
+    expect(planStartup({ ...again, checkpointIds: [10, 11], latestComplete: 11 })).toMatchObject({ from: 'checkpoint' });
   });
 
   it('with --fresh discards every checkpoint and the marker, and ignores both', () => {

@@ -61,7 +61,7 @@ describe('prepareCheckpointing with savepoints', () => {
     const logs: string[] = [];
     const first = await prepareCheckpointing(config(dir, { restore: path }), plan, (l) => logs.push(l));
     expect(first.latest?.checkpointId).toBe(13);
-    expect(first.external?.dir).toBe(path);
+    expect(first.external?.location).toBe(path);
     expect(restoredFromLine(first, first.latest!)).toBe(`restored from savepoint ${path}`);
     expect(restoreReader(first, first.latest!)).toBe(first.external?.reader);
     expect(first.restartFloor).toBe(20);
@@ -70,7 +70,7 @@ describe('prepareCheckpointing with savepoints', () => {
     // Interrupted before a checkpoint of its own: the savepoint again, with --restore or without.
     expect((await prepareCheckpointing(config(dir, { restore: path }), plan, () => {})).latest?.checkpointId).toBe(13);
     const again: string[] = [];
-    expect((await prepareCheckpointing(config(dir), plan, (l) => again.push(l))).external?.dir).toBe(path);
+    expect((await prepareCheckpointing(config(dir), plan, (l) => again.push(l))).external?.location).toBe(path);
     expect(again.join('\n')).toContain(`continuing from it`);
 
     // Its first checkpoint completed: from then on, that one.
@@ -170,7 +170,7 @@ describe('prepareCheckpointing with corrupt checkpoints', () => {
       /checkpoint 4 in .* is corrupt:.*falling back to savepoint .* \(restore\.json\) would replay the output committed by checkpoint 4/s,
     );
     const accepted = await prepareCheckpointing(config(dir, { allowReplay: true }), plan, () => {});
-    expect(accepted.external?.dir).toBe(path);
+    expect(accepted.external?.location).toBe(path);
   });
 
   it('--fresh starts over when restore.json is damaged', async () => {

@@ -4,12 +4,13 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../lib/core/index.ts';
-import { FileCheckpointStorage, FileSavepointStorage } from '../../../lib/storage/index.ts';
+import { FileCheckpointStorage, FileSavepointStorage, SnapshotDirectory } from '../../../lib/storage/index.ts';
 import {
   defaultSavepointLocation,
   isRemoteLocation,
   openCheckpointStorageAt,
   openSavepointStorageAt,
+  openSnapshotAt,
   registerStorageScheme,
   registeredStorageSchemes,
 } from '../../../lib/storage/storage-locations.ts';
@@ -39,12 +40,21 @@ describe('storage locations', () => {
     await writeFile(
       module,
       'export function openCheckpointStorage(l) { return { opened: "checkpoints", at: l }; }\n' +
-        'export function openSavepointStorage(l) { return { opened: "savepoints", at: l }; }\n',
+        'export function openSavepointStorage(l) { return { opened: "savepoints", at: l, openSnapshot: (n) => ({ snapshot: n, in: l }) }; }\n',
     );
     registerStorageScheme('Memo', pathToFileURL(module).href);
     expect(registeredStorageSchemes()['memo']).toBe(pathToFileURL(module).href);
     expect(await openCheckpointStorageAt('memo://a/b')).toEqual({ opened: 'checkpoints', at: 'memo://a/b' });
-    expect(await openSavepointStorageAt('MEMO://a/sp')).toEqual({ opened: 'savepoints', at: 'MEMO://a/sp' });
+    expect(await openSavepointStorageAt('MEMO://a/sp')).toMatchObject({ opened: 'savepoints', at: 'MEMO://a/sp' });
+  });
+
+  it('opens a savepoint folder to restore from: a local directory, or through the savepoint storage of its parent', async () => {
+    expect(await openSnapshotAt(join(root, 'sp', 'savepoint-0000000001-1'))).toBeInstanceOf(SnapshotDirectory);
+    // The memo scheme was registered by the test above.
+    expect(await openSnapshotAt('memo://a/sp/savepoint-0000000001-1/')).toEqual({ snapshot: 'savepoint-0000000001-1', in: 'memo://a/sp' });
+    await expect(openSnapshotAt('memo://bucket')).rejects.toThrow(/--restore memo:\/\/bucket: not a savepoint folder/);
+    await expect(openSnapshotAt('memo://a/sp/savepoint-0000000001-1?x=1')).rejects.toBeInstanceOf(ConfigError);
+    await expect(openSnapshotAt('gs://bucket/sp/savepoint-0000000001-1')).rejects.toThrow(/unsupported savepoint location "gs:\/\/bucket\/sp"/);
   });
 
   it('puts default savepoints beside the checkpoints, locally and remotely', () => {
