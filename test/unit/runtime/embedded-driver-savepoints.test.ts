@@ -19,6 +19,8 @@ const TASKS: TaskId[] = [
 let root: string;
 let storage: FileCheckpointStorage;
 let savepoints: FileSavepointStorage;
+/** The fake tasks' writes still running: a test can end (driver stopped) while one is still writing its file. */
+const writing = new Set<Promise<void>>();
 
 beforeEach(async () => {
   root = await mkdtemp(join(tmpdir(), 'sluice-driver-sp-'));
@@ -26,6 +28,9 @@ beforeEach(async () => {
   savepoints = new FileSavepointStorage(join(root, 'sp'));
 });
 afterEach(async () => {
+  // Removing the folder under a write that is still creating files in it fails with ENOTEMPTY.
+  await Promise.allSettled([...writing]);
+  writing.clear();
   await rm(root, { recursive: true, force: true });
 });
 
@@ -61,7 +66,7 @@ function start(options: { intervalMs?: number; decline?: boolean; beforeStop?: (
       trigger: (barrier) => {
         h.triggered.push(barrier);
         for (const task of TASKS) {
-          void (async () => {
+          const write = (async () => {
             if (options.decline === true && task.vertex === 1) {
               h.driver.decline(barrier.checkpointId, task, 'snapshot failed');
               return;
@@ -75,6 +80,8 @@ function start(options: { intervalMs?: number; decline?: boolean; beforeStop?: (
               h.driver.decline(barrier.checkpointId, task, String(err));
             }
           })();
+          writing.add(write);
+          void write.finally(() => writing.delete(write));
         }
       },
       notifyComplete: (id) => {
