@@ -77,7 +77,10 @@ export interface CheckpointCatalog {
   /**
    * Records durably that the attempt holding `token` owns this location from now on: later task-state writes and
    * metadata commits carrying an older epoch are refused with FencedError. Refuses (FencedError, nothing recorded)
-   * when a higher epoch is recorded already. Call it when an attempt starts, before its tasks write.
+   * when a higher epoch is recorded already. Call it when an attempt starts, before its tasks write and before
+   * `removeIncomplete`. From then on this catalog's `discard`, `removeIncomplete` and `applyRetention` check the
+   * recorded epoch first and refuse with FencedError, deleting nothing, once a newer epoch fences the location: a
+   * superseded coordinator must not delete the new owner's checkpoints (which reuse ids above the old ones).
    */
   fence(token: FencingToken): Promise<void>;
   /** The highest fencing token recorded, so a new run can start above it (`nextFencingToken(prev, current.epoch)`). */
