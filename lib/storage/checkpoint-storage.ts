@@ -26,6 +26,8 @@ export interface TaskStateStore {
    * lib/checkpoint/naming.ts); the file appears whole or not at all. Returns its storage-relative path, size and sha256.
    * With `fencing`, the write is refused with FencedError (nothing written) when the location is fenced by a newer
    * epoch (see `CheckpointCatalog.fence`); the recorded epoch is read at most once per checkpoint id and store.
+   * A fenced write names its file with the epoch (`task-<v>-<s>-e<epoch>.state`), so a write that passed a stale
+   * check never replaces a newer attempt's file of the same checkpoint id; the returned path is what metadata records.
    */
   writeTaskState(checkpointId: number, name: string, data: Uint8Array, fencing?: FencingToken): Promise<WrittenTaskState>;
   /** Reads a task state file and verifies its size and sha256; throws a typed, non-retriable error when they differ. */

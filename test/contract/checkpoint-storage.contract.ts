@@ -247,6 +247,37 @@ export function checkpointStorageContract(name: string, make: () => Promise<Stor
       await storage.discard(23);
     });
 
+    it('fencing: a zombie whose fence read predates the raise writes beside the new owner`s task file of the same id, not over it', async () => {
+      const { storage, store } = await make();
+      const zombie = new ObjectCheckpointStorage(store);
+      const old = { attempt: 0, epoch: 7 };
+      await zombie.fence(old);
+      // The zombie's store reads the fence for checkpoint 30 now (once per id), before the new owner raises it.
+      await zombie.writeTaskState(30, taskStateFileName({ vertex: 2, subtask: 0 }), Buffer.from('zombie other task'), old);
+      const owner = { attempt: 0, epoch: 8 };
+      await storage.fence(owner);
+      const committed = await writeCheckpoint(storage, 30, { fencing: owner });
+      const late = await zombie.writeTaskState(30, taskStateFileName({ vertex: 1, subtask: 0 }), Buffer.from('zombie state of 30/0'), old);
+      expect(committed.tasks.map((t) => t.path)).not.toContain(late.path);
+      const latest = await storage.latestComplete();
+      expect(latest?.checkpointId).toBe(30);
+      const handle = latest!.tasks[0]!;
+      expect(Buffer.from(await storage.readTaskState(handle.path, handle)).toString()).toBe('state of 30/0');
+    });
+
+    it('fencing: checkpoints whose task files carry no epoch (written before fencing) still restore and are still removed', async () => {
+      const { storage } = await make();
+      await writeCheckpoint(storage, 1);
+      await writeCheckpoint(storage, 2, { commit: false });
+      const latest = await storage.latestComplete();
+      expect(latest?.tasks.map((t) => t.path)).toEqual(['chk-0000000001/task-1-0.state', 'chk-0000000001/task-1-1.state']);
+      expect(Buffer.from(await storage.readTaskState(latest!.tasks[1]!.path, latest!.tasks[1]!)).toString()).toBe('state of 1/1');
+      expect(await storage.removeIncomplete()).toEqual([2]);
+      await writeCheckpoint(storage, 3, { fencing: { attempt: 0, epoch: 1 } });
+      expect(await storage.applyRetention(1)).toEqual([1]);
+      expect(await ids(storage)).toEqual([3]);
+    });
+
     it('fencing: of two attempts raising at once, the higher epoch owns the location', async () => {
       const { storage } = await make();
       const results = await Promise.allSettled([storage.fence({ attempt: 0, epoch: 4 }), storage.fence({ attempt: 0, epoch: 3 })]);

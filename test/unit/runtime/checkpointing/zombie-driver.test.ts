@@ -110,10 +110,10 @@ describe('a fenced zombie coordinator', () => {
     });
     expect(await failure(driver)).toBeInstanceOf(FencedError);
     await driver.stop();
-    expect(await readdir(join(dir, checkpointDirName(21)))).toContain(taskStateFileName(OTHER));
+    expect(await readdir(join(dir, checkpointDirName(21)))).toContain(taskStateFileName(OTHER, NEW.epoch));
     expect(logs.some((l) => /aborted/.test(l))).toBe(false);
     await expect(old.discard(21)).rejects.toBeInstanceOf(FencedError);
     await expect(old.removeIncomplete()).rejects.toBeInstanceOf(FencedError);
-    expect(await readdir(join(dir, checkpointDirName(21)))).toContain(taskStateFileName(OTHER));
+    expect(await readdir(join(dir, checkpointDirName(21)))).toContain(taskStateFileName(OTHER, NEW.epoch));
   });
 });
