@@ -7,7 +7,8 @@ import type { TaskId } from './types.ts';
  * whatever the platform; a filesystem or S3 implementation joins them onto its own root.
  *
  *   chk-0000000012/_metadata                        complete checkpoint 12
- *   chk-0000000012/task-3-1.state                   state of vertex 3, subtask 1
+ *   chk-0000000012/task-3-1.state                   state of vertex 3, subtask 1 (unfenced, and before fencing)
+ *   chk-0000000012/task-3-1-e42.state               the same, written by the attempt of fencing epoch 42
  *   savepoint-0000000013-1700000000000/_metadata     savepoint taken as checkpoint 13 at that epoch ms
  */
 
@@ -22,7 +23,7 @@ export const MAX_CHECKPOINT_ID = 10 ** ID_DIGITS - 1;
 
 const CHECKPOINT_DIR = /^chk-(\d{10})$/;
 const SAVEPOINT_DIR = /^savepoint-(\d{10})-(0|[1-9]\d{0,15})$/;
-const TASK_STATE_FILE = /^task-(0|[1-9]\d{0,8})-(0|[1-9]\d{0,8})\.state$/;
+const TASK_STATE_FILE = /^task-(0|[1-9]\d{0,8})-(0|[1-9]\d{0,8})(?:-e(0|[1-9]\d{0,15}))?\.state$/;
 
 /** A directory holding one checkpoint or savepoint. */
 export type CheckpointDirectory =
@@ -85,14 +86,23 @@ export function parseDirectoryName(name: string): CheckpointDirectory | undefine
   return savepoint === undefined ? undefined : { kind: 'savepoint', ...savepoint };
 }
 
-/** `task-3-1.state` for vertex 3, subtask 1. */
-export function taskStateFileName(task: TaskId): string {
-  return `task-${checkIndex('vertex', task.vertex)}-${checkIndex('subtask', task.subtask)}.state`;
+/**
+ * `task-3-1.state` for vertex 3, subtask 1; `task-3-1-e42.state` when written by fencing epoch 42. The epoch keeps
+ * two attempts that reach the same checkpoint id (a zombie and the run that fenced it) from overwriting each other's
+ * file; which one counts is what the committed metadata names.
+ */
+export function taskStateFileName(task: TaskId, epoch?: number): string {
+  const base = `task-${checkIndex('vertex', task.vertex)}-${checkIndex('subtask', task.subtask)}`;
+  if (epoch === undefined) return `${base}.state`;
+  if (!Number.isSafeInteger(epoch) || epoch < 0) throw new InternalError(`fencing epoch must be a non-negative integer, got ${String(epoch)}`);
+  return `${base}-e${epoch}.state`;
 }
 
+/** The task of a task state file name, with or without an epoch. */
 export function parseTaskStateFileName(name: string): TaskId | undefined {
   const m = TASK_STATE_FILE.exec(name);
   if (m === null) return undefined;
+  if (m[3] !== undefined && !Number.isSafeInteger(Number(m[3]))) return undefined;
   return { vertex: Number(m[1]), subtask: Number(m[2]) };
 }
 
@@ -106,9 +116,9 @@ export function metadataTempPath(dir: CheckpointDirectory): string {
   return `${directoryName(dir)}/${METADATA_TEMP_FILE_NAME}`;
 }
 
-/** `chk-0000000012/task-3-1.state` */
-export function taskStatePath(dir: CheckpointDirectory, task: TaskId): string {
-  return `${directoryName(dir)}/${taskStateFileName(task)}`;
+/** `chk-0000000012/task-3-1.state`, or `chk-0000000012/task-3-1-e42.state` with an epoch. */
+export function taskStatePath(dir: CheckpointDirectory, task: TaskId, epoch?: number): string {
+  return `${directoryName(dir)}/${taskStateFileName(task, epoch)}`;
 }
 
 /** Splits a task state path back into its directory and task; undefined unless both parts parse. */

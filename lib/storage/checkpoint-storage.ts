@@ -26,6 +26,8 @@ export interface TaskStateStore {
    * lib/checkpoint/naming.ts); the file appears whole or not at all. Returns its storage-relative path, size and sha256.
    * With `fencing`, the write is refused with FencedError (nothing written) when the location is fenced by a newer
    * epoch (see `CheckpointCatalog.fence`); the recorded epoch is read at most once per checkpoint id and store.
+   * A fenced write names its file with the epoch (`task-<v>-<s>-e<epoch>.state`), so a write that passed a stale
+   * check never replaces a newer attempt's file of the same checkpoint id; the returned path is what metadata records.
    */
   writeTaskState(checkpointId: number, name: string, data: Uint8Array, fencing?: FencingToken): Promise<WrittenTaskState>;
   /** Reads a task state file and verifies its size and sha256; throws a typed, non-retriable error when they differ. */
@@ -77,7 +79,10 @@ export interface CheckpointCatalog {
   /**
    * Records durably that the attempt holding `token` owns this location from now on: later task-state writes and
    * metadata commits carrying an older epoch are refused with FencedError. Refuses (FencedError, nothing recorded)
-   * when a higher epoch is recorded already. Call it when an attempt starts, before its tasks write.
+   * when a higher epoch is recorded already. Call it when an attempt starts, before its tasks write and before
+   * `removeIncomplete`. From then on this catalog's `discard`, `removeIncomplete` and `applyRetention` check the
+   * recorded epoch first and refuse with FencedError, deleting nothing, once a newer epoch fences the location: a
+   * superseded coordinator must not delete the new owner's checkpoints (which reuse ids above the old ones).
    */
   fence(token: FencingToken): Promise<void>;
   /** The highest fencing token recorded, so a new run can start above it (`nextFencingToken(prev, current.epoch)`). */

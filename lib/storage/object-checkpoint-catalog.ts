@@ -37,7 +37,7 @@ export interface ObjectCheckpointCatalogOptions {
  * `chk-<id>/_metadata`, `shared/<name>`, job records at the root and fence records under `_fence/`. A checkpoint is
  * complete when its commit point vouches for its metadata; anything else under a `chk-…` folder is an incomplete
  * checkpoint that `removeIncomplete` deletes. One writing job per location: `removeIncomplete` would delete another
- * process's checkpoint in flight.
+ * process's checkpoint in flight. Once fenced (`fence`), its deletions are refused after a newer epoch fences the location.
  */
 export class ObjectCheckpointCatalog implements CheckpointCatalog {
   readonly location: string;
@@ -46,6 +46,11 @@ export class ObjectCheckpointCatalog implements CheckpointCatalog {
   readonly commitPoint: CheckpointCommitPoint;
   readonly acquireLease: (() => Promise<StorageLease>) | undefined;
   private readonly fences: FenceRecords;
+  /**
+   * The token this catalog raised the fence with (`fence`), if any. Deleting checkpoints is refused once a newer epoch
+   * is recorded: a superseded coordinator's clean-up would otherwise remove the new owner's checkpoints of the same ids.
+   */
+  private owner: FencingToken | undefined;
 
   constructor(
     private readonly store: ObjectStore,
@@ -74,8 +79,17 @@ export class ObjectCheckpointCatalog implements CheckpointCatalog {
     await this.commitPoint.commit(id, path, bytes, await sha256Hex(bytes));
   }
 
-  fence(token: FencingToken): Promise<void> {
-    return this.fences.raise(token, `checkpoint storage ${this.location}`);
+  async fence(token: FencingToken): Promise<void> {
+    await this.fences.raise(token, `checkpoint storage ${this.location}`);
+    this.owner = token;
+  }
+
+  /**
+   * FencedError when this catalog was fenced and a newer epoch has been recorded since. Read right before each
+   * destructive step (not cached): the owner changes under a running zombie, and what it deletes is the new owner's.
+   */
+  private async assertOwner(): Promise<void> {
+    if (this.owner !== undefined) assertNotFenced(`checkpoint storage ${this.location}`, await this.fences.current(), this.owner);
   }
 
   currentFence(): Promise<FencingToken | undefined> {
@@ -120,6 +134,7 @@ export class ObjectCheckpointCatalog implements CheckpointCatalog {
 
   /** Metadata first, then the rest of the folder, then the commit record: a crash leaves an incomplete checkpoint. */
   async discard(checkpointId: number): Promise<void> {
+    await this.assertOwner();
     const dir = checkpointDirName(checkpointId);
     try {
       await this.store.delete([metadataPath({ kind: 'checkpoint', checkpointId })]);
@@ -131,10 +146,12 @@ export class ObjectCheckpointCatalog implements CheckpointCatalog {
   }
 
   async removeIncomplete(): Promise<number[]> {
+    await this.assertOwner();
     const removed: number[] = [];
     const found = await this.scan();
     for (const checkpoint of found) {
       if (checkpoint.status === 'incomplete') {
+        // Again before each: an incomplete checkpoint may be the new owner's in flight once it has fenced.
         await this.discard(checkpoint.checkpointId);
         removed.push(checkpoint.checkpointId);
       } else {
@@ -143,6 +160,7 @@ export class ObjectCheckpointCatalog implements CheckpointCatalog {
     }
     // Shared files no complete checkpoint lists were written by checkpoints that never completed.
     const registry = new SharedFileRegistry(found.filter(isComplete).map((c) => c.metadata));
+    await this.assertOwner();
     await this.sharedState.removeTemporary();
     await this.sharedState.remove(registry.unreferenced(await this.sharedState.list()));
     return removed.sort((a, b) => a - b);
@@ -154,8 +172,10 @@ export class ObjectCheckpointCatalog implements CheckpointCatalog {
    * metadata points into; shared files go once no remaining checkpoint lists them.
    */
   async applyRetention(retain: number): Promise<number[]> {
+    await this.assertOwner();
     const plan = planRetention(await this.scan(), retain);
     for (const checkpointId of plan.discard) await this.discard(checkpointId);
+    await this.assertOwner();
     // Only after the metadata that listed them is gone: a crash in between leaves unreferenced files, not dangling references.
     await this.sharedState.remove(plan.freedSharedFiles);
     return plan.discard;

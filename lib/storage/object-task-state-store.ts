@@ -9,8 +9,10 @@ import { ObjectSharedState } from './object-shared-state.ts';
 
 /**
  * The task side of checkpoint storage over an object store: task state files at `chk-<id>/task-<v>-<s>.state`
- * and the shared area. A fenced write reads the recorded epoch once per checkpoint id (all the tasks writing
- * through this store share that read), never per record.
+ * (`chk-<id>/task-<v>-<s>-e<epoch>.state` when fenced) and the shared area. A fenced write reads the recorded epoch
+ * once per checkpoint id (all the tasks writing through this store share that read), never per record. That read
+ * can be stale by the time the file is written (a newer attempt fences in between); the epoch in the file name is
+ * what keeps such a late write from replacing the newer attempt's file of the same checkpoint id.
  */
 export class ObjectTaskStateStore implements TaskStateStore {
   readonly location: string;
@@ -29,7 +31,7 @@ export class ObjectTaskStateStore implements TaskStateStore {
     if (task === undefined) {
       throw new InternalError(`"${name}" is not a task state file name (expected task-<vertex>-<subtask>.state)`);
     }
-    const path = taskStatePath({ kind: 'checkpoint', checkpointId }, task);
+    const path = taskStatePath({ kind: 'checkpoint', checkpointId }, task, fencing?.epoch);
     if (fencing !== undefined) assertNotFenced(`checkpoint storage ${this.location}`, await this.recordedFence(checkpointId), fencing);
     const sha256 = await sha256Hex(data);
     try {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metadataPath, taskStateFileName } from '../../lib/checkpoint/naming.ts';
 import { CHECKPOINT_FORMAT_VERSION, type CheckpointMetadata, type SharedFileEntry, type TaskStateHandle } from '../../lib/checkpoint/types.ts';
 import { FencedError, InternalError, type FencingToken } from '../../lib/core/index.ts';
-import { CheckpointCorruptError, type CheckpointStorage } from '../../lib/storage/index.ts';
+import { CheckpointCorruptError, ObjectCheckpointStorage, type CheckpointStorage } from '../../lib/storage/index.ts';
 import type { ObjectStore } from '../../lib/storage/object-store.ts';
 
 /** A storage on a fresh, empty location and the object store under it (to damage or inspect objects directly). */
@@ -216,6 +216,66 @@ export function checkpointStorageContract(name: string, make: () => Promise<Stor
       await writeCheckpoint(storage, 3, { fencing: next });
       expect(await ids(storage)).toEqual([3, 2, 1]);
       await expect(storage.fence(current)).rejects.toBeInstanceOf(FencedError);
+    });
+
+    it('fencing: a superseded coordinator can delete nothing (discard, removeIncomplete, retention) once a newer epoch fences', async () => {
+      const { storage, store } = await make();
+      // The old run's coordinator: its own catalog over the same location, fenced with the old epoch.
+      const zombie = new ObjectCheckpointStorage(store);
+      const old = { attempt: 0, epoch: 5 };
+      await zombie.fence(old);
+      await writeCheckpoint(zombie, 20, { fencing: old, commit: false });
+      // The new run owns the location now; its checkpoints reuse ids the old run will also try.
+      const owner = { attempt: 0, epoch: 6 };
+      await storage.fence(owner);
+      await storage.removeIncomplete();
+      await writeCheckpoint(storage, 21, { fencing: owner });
+      await writeCheckpoint(storage, 22, { fencing: owner });
+      await writeCheckpoint(storage, 23, { fencing: owner, commit: false });
+      const before = await contents(store);
+
+      await expect(zombie.discard(21)).rejects.toBeInstanceOf(FencedError);
+      await expect(zombie.discard(23)).rejects.toBeInstanceOf(FencedError);
+      await expect(zombie.removeIncomplete()).rejects.toBeInstanceOf(FencedError);
+      await expect(zombie.applyRetention(1)).rejects.toBeInstanceOf(FencedError);
+      expect(await contents(store)).toEqual(before);
+      expect(await ids(storage)).toEqual([22, 21]);
+
+      // The owner's own clean-up still works.
+      await storage.applyRetention(1);
+      expect(await ids(storage)).toEqual([22]);
+      await storage.discard(23);
+    });
+
+    it('fencing: a zombie whose fence read predates the raise writes beside the new owner`s task file of the same id, not over it', async () => {
+      const { storage, store } = await make();
+      const zombie = new ObjectCheckpointStorage(store);
+      const old = { attempt: 0, epoch: 7 };
+      await zombie.fence(old);
+      // The zombie's store reads the fence for checkpoint 30 now (once per id), before the new owner raises it.
+      await zombie.writeTaskState(30, taskStateFileName({ vertex: 2, subtask: 0 }), Buffer.from('zombie other task'), old);
+      const owner = { attempt: 0, epoch: 8 };
+      await storage.fence(owner);
+      const committed = await writeCheckpoint(storage, 30, { fencing: owner });
+      const late = await zombie.writeTaskState(30, taskStateFileName({ vertex: 1, subtask: 0 }), Buffer.from('zombie state of 30/0'), old);
+      expect(committed.tasks.map((t) => t.path)).not.toContain(late.path);
+      const latest = await storage.latestComplete();
+      expect(latest?.checkpointId).toBe(30);
+      const handle = latest!.tasks[0]!;
+      expect(Buffer.from(await storage.readTaskState(handle.path, handle)).toString()).toBe('state of 30/0');
+    });
+
+    it('fencing: checkpoints whose task files carry no epoch (written before fencing) still restore and are still removed', async () => {
+      const { storage } = await make();
+      await writeCheckpoint(storage, 1);
+      await writeCheckpoint(storage, 2, { commit: false });
+      const latest = await storage.latestComplete();
+      expect(latest?.tasks.map((t) => t.path)).toEqual(['chk-0000000001/task-1-0.state', 'chk-0000000001/task-1-1.state']);
+      expect(Buffer.from(await storage.readTaskState(latest!.tasks[1]!.path, latest!.tasks[1]!)).toString()).toBe('state of 1/1');
+      expect(await storage.removeIncomplete()).toEqual([2]);
+      await writeCheckpoint(storage, 3, { fencing: { attempt: 0, epoch: 1 } });
+      expect(await storage.applyRetention(1)).toEqual([1]);
+      expect(await ids(storage)).toEqual([3]);
     });
 
     it('fencing: of two attempts raising at once, the higher epoch owns the location', async () => {

@@ -203,6 +203,7 @@ export class EmbeddedCheckpointDriver implements CheckpointDriver {
     this.paths.set(metadata.checkpointId, await this.init.savepoints.write(metadata, this.init.storage));
     // The tasks wrote the savepoint's state as checkpoint files; the savepoint has its own copies now.
     await this.init.storage.discard(metadata.checkpointId).catch((err: unknown) => {
+      if (err instanceof FencedError) throw err;
       this.init.log(`warning: could not remove the staging files of savepoint ${metadata.checkpointId}: ${message(err)}`);
     });
   }
@@ -219,8 +220,9 @@ export class EmbeddedCheckpointDriver implements CheckpointDriver {
         this.schedule();
       })
       .catch((err: unknown) => {
-        // The coordinator's state no longer matches what was carried out: stop rather than hang or guess.
-        this.init.log(`checkpoint coordinator error: ${message(err)}`);
+        // The coordinator's state no longer matches what was carried out, or a newer attempt fenced the storage:
+        // stop rather than hang, guess or clean up what is no longer this attempt's.
+        this.init.log(err instanceof FencedError ? `checkpoint coordinator fenced: ${err.message}` : `checkpoint coordinator error: ${message(err)}`);
         this.halt();
         this.failWith(err instanceof Error ? err : new InternalError(String(err)));
       });
@@ -251,6 +253,9 @@ export class EmbeddedCheckpointDriver implements CheckpointDriver {
             if (command.kind === 'commitMetadata') await this.init.storage.commitMetadata(command.metadata);
             else await this.writeSavepoint(command.metadata);
           } catch (err) {
+            // A newer attempt owns the storage: this one must stop, and must not clean up. Its abort would discard
+            // checkpoint `id`, which may be the new owner's checkpoint of the same id.
+            if (err instanceof FencedError) throw err;
             await this.follow(this.coordinator.abort(id, `writing the metadata failed: ${message(err)}`, this.now()));
             break;
           }
@@ -325,6 +330,8 @@ export class EmbeddedCheckpointDriver implements CheckpointDriver {
     try {
       await this.init.storage.discard(checkpointId);
     } catch (err) {
+      // The storage refused because a newer attempt fenced it (it deleted nothing): this attempt is a zombie.
+      if (err instanceof FencedError) throw err;
       this.warnings.warn(`warning: could not remove checkpoint ${checkpointId}: ${message(err)}`);
     }
   }

@@ -14,11 +14,21 @@ export function sourceTasks(plan: PhysicalPlan): TaskId[] {
   return allTasks(plan).filter((t) => plan.vertices[t.vertex]!.source !== undefined);
 }
 
-/** Whether a job failure comes from a task that rejected its configuration (behind the runners' wrappers). */
-function isConfigError(err: unknown): boolean {
+/** The error behind the runners' JOB_FAILED wrappers. */
+function rootFailure(err: unknown): unknown {
   let current = err;
   while (current instanceof SluiceError && current.code === 'JOB_FAILED' && current.cause !== undefined) current = current.cause;
-  return current instanceof SluiceError && current.code === 'CONFIG';
+  return current;
+}
+
+/**
+ * Whether a job failure is one no restart can get past: a task that rejected its configuration (every attempt fails
+ * the same way), or storage fenced by a newer run (FENCED: this run is the zombie; restarting would fence the new
+ * owner in turn and fight it over the same checkpoint ids).
+ */
+function isFinal(err: unknown): boolean {
+  const root = rootFailure(err);
+  return root instanceof SluiceError && (root.code === 'CONFIG' || root.code === 'FENCED');
 }
 
 /**
@@ -45,9 +55,13 @@ export async function runAttempts<T>(options: {
       return await options.attempt(restoreFrom);
     } catch (err) {
       // A configuration error (a refused output file, a bad path, state the restored checkpoint contradicts) fails
-      // every attempt the same way: report it now.
-      const delay = isConfigError(err) ? undefined : restartDelay(options.strategy, attempt);
-      if (delay === undefined) throw err;
+      // every attempt the same way, and a fenced run no longer owns its storage: report it now. A fenced run fails
+      // with the FencedError itself, so the cause is not buried under a task's wrapper.
+      const delay = isFinal(err) ? undefined : restartDelay(options.strategy, attempt);
+      if (delay === undefined) {
+        const root = rootFailure(err);
+        throw root instanceof SluiceError && root.code === 'FENCED' ? root : err;
+      }
       options.log(`job failed: ${err instanceof Error ? err.message : String(err)}; restart ${attempt} in ${delay} ms`);
       await new Promise((r) => setTimeout(r, delay));
       const corrupt: CorruptCheckpoint[] = [];

@@ -10,6 +10,7 @@ import { openExternalRestore, restoreSourceOf, type ExternalRestore } from './ex
 import { RESTORE_MARKER_FILE, readRestoreMarker, removeRestoreMarker, writeRestoreMarker } from './restore-marker.ts';
 import { checkCompatible } from './restore-plan.ts';
 import { openCheckpointStorage } from './open-checkpoint-storage.ts';
+import { highestRecordedEpoch, issueFencingToken } from '../fencing-epochs.ts';
 
 /** `<dir>/savepoints`: beside the checkpoints, in the same folder or object store (`s3://bucket/prefix/savepoints`). */
 export function defaultSavepointDir(checkpointDir: string): string {
@@ -35,7 +36,8 @@ export interface PreparedCheckpointing {
 }
 
 /**
- * At start-up: removes what crashed checkpoints and savepoints left, finds where to start, and checks it belongs
+ * At start-up: raises the storage fence (an earlier run still running can no longer write or delete there),
+ * removes what crashed checkpoints and savepoints left, finds where to start, and checks it belongs
  * to this job. That is the latest complete checkpoint (passing over corrupt ones only as planRestore allows), unless the folder's
  * job was restored from a savepoint (`--restore`) or stopped with one, as restore.json records, and has completed
  * no checkpoint since: then that savepoint. `--fresh` discards the folder's checkpoints (and restore.json) first.
@@ -47,6 +49,10 @@ export async function prepareCheckpointing(
 ): Promise<PreparedCheckpointing> {
   const storage = await openCheckpointStorage(config.dir);
   const savepoints = await openSavepointStorageAt(config.savepointDir ?? defaultSavepointDir(config.dir));
+  // Own the location before deleting anything in it: an earlier run still writing (a zombie) is fenced from here
+  // on, so its in-flight checkpoint is what removeIncomplete deletes, and its later clean-up cannot delete ours.
+  // The first attempt raises again above this (highestRecordedEpoch reads it back).
+  await storage.fence(issueFencingToken(undefined, await highestRecordedEpoch(storage, undefined)));
   const removed = await storage.removeIncomplete();
   await savepoints.removeIncomplete();
   const listed = await storage.list();

@@ -73,5 +73,16 @@ describe('checkpoint naming', () => {
     expect(() => savepointDirName(1, 1.5)).toThrow(InternalError);
     expect(() => taskStateFileName({ vertex: -1, subtask: 0 })).toThrow(InternalError);
     expect(() => taskStateFileName({ vertex: 0, subtask: 1e9 })).toThrow(InternalError);
+    expect(() => taskStateFileName({ vertex: 0, subtask: 0 }, -1)).toThrow(InternalError);
+  });
+
+  it('names a fenced attempt`s task file with its epoch and reads both forms back', () => {
+    expect(taskStateFileName({ vertex: 3, subtask: 1 }, 1700000000000)).toBe('task-3-1-e1700000000000.state');
+    expect(taskStatePath({ kind: 'checkpoint', checkpointId: 12 }, { vertex: 3, subtask: 1 }, 0)).toBe('chk-0000000012/task-3-1-e0.state');
+    expect(parseTaskStateFileName('task-3-1-e42.state')).toEqual({ vertex: 3, subtask: 1 });
+    expect(parseTaskStatePath('chk-0000000012/task-3-1-e42.state')).toEqual({ dir: { kind: 'checkpoint', checkpointId: 12 }, task: { vertex: 3, subtask: 1 } });
+    for (const name of ['task-3-1-e.state', 'task-3-1-e01.state', 'task-3-1-e-1.state', 'task-3-1-42.state', 'task-3-1-e99999999999999999.state']) {
+      expect(parseTaskStateFileName(name), name).toBeUndefined();
+    }
   });
 });

@@ -183,3 +183,21 @@ describe('prepareCheckpointing with corrupt checkpoints', () => {
     expect(existsSync(join(dir, 'restore.json'))).toBe(false);
   });
 });
+
+describe('prepareCheckpointing and an earlier run still running', () => {
+  it('fences the folder before removing anything, so the earlier run can no longer delete there', async () => {
+    const dir = join(root, 'chk');
+    const zombie = new FileCheckpointStorage(dir);
+    const old = { attempt: 0, epoch: 3 };
+    await zombie.fence(old);
+    await zombie.writeTaskState(20, taskStateFileName({ vertex: 0, subtask: 0 }), Buffer.from('in flight'), old);
+    const prepared = await prepareCheckpointing(config(dir), plan, () => {});
+    expect((await prepared.storage.currentFence())!.epoch).toBeGreaterThan(old.epoch);
+    expect(existsSync(join(dir, 'chk-0000000020'))).toBe(false);
+    await snapshot(dir, 21, false);
+    await expect(zombie.discard(21)).rejects.toMatchObject({ code: 'FENCED' });
+    await expect(zombie.removeIncomplete()).rejects.toMatchObject({ code: 'FENCED' });
+    await expect(zombie.writeTaskState(22, taskStateFileName({ vertex: 0, subtask: 0 }), Buffer.from('late'), old)).rejects.toMatchObject({ code: 'FENCED' });
+    expect((await prepared.storage.latestComplete())?.checkpointId).toBe(21);
+  });
+});

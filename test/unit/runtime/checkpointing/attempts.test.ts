@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../../../lib/core/index.ts';
+import { ConfigError, FencedError, JobFailedError } from '../../../../lib/core/index.ts';
 import { CHECKPOINT_FORMAT_VERSION, type CheckpointMetadata } from '../../../../lib/checkpoint/types.ts';
 import { runAttempts } from '../../../../lib/runtime/restarts/attempts.ts';
 import type { CheckpointStorage } from '../../../../lib/storage/checkpoint-storage.ts';
@@ -59,5 +59,27 @@ describe('runAttempts past a corrupt checkpoint', () => {
     expect(result).toBe('done');
     expect(run.starts).toEqual([undefined, 5]);
     expect(logs.some((l) => l.startsWith('warning: --allow-replay: checkpoint 6 corrupt; falling back to checkpoint 5'))).toBe(true);
+  });
+});
+
+describe('runAttempts when a newer run fenced the storage', () => {
+  it('fails at once with the FencedError, without a restart', async () => {
+    const fenced = new FencedError('checkpoint storage ck', { attempt: 0, epoch: 8 }, { attempt: 0, epoch: 7 });
+    const starts: (number | undefined)[] = [];
+    const logs: string[] = [];
+    const result = runAttempts({
+      strategy: { kind: 'fixed-delay', attempts: 3, delayMs: 0 },
+      storage,
+      first: undefined,
+      log: (l) => logs.push(l),
+      attempt: (from) => {
+        starts.push(from?.checkpointId);
+        // As the runners report it: the task's failure wraps the cancellation the driver caused.
+        return Promise.reject(new JobFailedError('task Map (1/1) failed', fenced));
+      },
+    });
+    await expect(result).rejects.toBe(fenced);
+    expect(starts).toEqual([undefined]);
+    expect(logs.filter((l) => /restart/.test(l))).toEqual([]);
   });
 });
