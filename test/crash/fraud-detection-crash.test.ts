@@ -201,7 +201,7 @@ describe('fraud-detection: SIGKILL at each point of the checkpoint protocol (SLU
         const dirs = readdirSync(checkpoints).filter((n) => /^chk-\d+$/.test(n));
         const newest = dirs.sort().at(-1)!;
         expect(existsSync(join(checkpoints, newest, '_metadata'))).toBe(false);
-        expect(readdirSync(join(checkpoints, newest)).some((n) => /^task-\d+-\d+\.state$/.test(n))).toBe(true);
+        expect(readdirSync(join(checkpoints, newest)).some((n) => /^task-\d+-\d+(-e\d+)?\.state$/.test(n))).toBe(true);
       },
     },
     {

@@ -46,7 +46,7 @@ describe('failing checkpoint storage fails the job, boundedly', { timeout: 180_0
     expect(run.code, run.stderr).toBe(1);
     // Default --tolerable-checkpoint-failures 3: the fourth failure in a row ends the job.
     expect(run.stderr).toMatch(/error: job "crash-window" failed: 4 checkpoints failed in a row, more than the 3 tolerated \(--tolerable-checkpoint-failures\)/);
-    expect(run.stderr).toMatch(/could not write task state file .*checkpoints\/chk-\d+\/task-\d+-\d+\.state: ENOSPC: no space left on device/);
+    expect(run.stderr).toMatch(/could not write task state file .*checkpoints\/chk-\d+\/task-\d+-\d+(-e\d+)?\.state: ENOSPC: no space left on device/);
     expect(run.stderr).not.toMatch(/\n\s+at /); // no stack trace
     // Bounded: a few lines, not a flood; the repeated warning is summarised.
     expect(run.stderr.length).toBeLessThan(5000);
