@@ -16,6 +16,7 @@ import { ConfigError, InternalError, SluiceError } from '../core/index.ts';
 import type { TaskStateReader } from './checkpoint-storage.ts';
 import { CheckpointCorruptError, CheckpointIoError } from './errors.ts';
 import { sha256Hex } from './fs/durable-fs.ts';
+import { readVerifiedObject } from './verified-object.ts';
 import { decodeMetadata, encodeMetadata } from './metadata-codec.ts';
 import type { ObjectDigest, ObjectStore } from './object-store.ts';
 import { ObjectSharedState } from './object-shared-state.ts';
@@ -174,21 +175,7 @@ export class ObjectSnapshotReader implements SnapshotReader {
 
   async readTaskState(path: string, expected: { bytes: number; sha256: string }): Promise<Uint8Array> {
     const object = taskObject(path);
-    const where = this.store.describe(object);
-    let data: Uint8Array | undefined;
-    try {
-      data = await this.store.get(object);
-    } catch (cause) {
-      throw new CheckpointIoError('read task state file', where, cause);
-    }
-    if (data === undefined) throw new CheckpointCorruptError(where, 'the file is missing');
-    if (data.byteLength !== expected.bytes) {
-      throw new CheckpointCorruptError(where, `it has ${data.byteLength} bytes, the metadata says ${expected.bytes}`);
-    }
-    if ((await sha256Hex(data)) !== expected.sha256) {
-      throw new CheckpointCorruptError(where, 'its sha256 differs from the one recorded in the metadata');
-    }
-    return data;
+    return readVerifiedObject(this.store, object, this.store.describe(object), expected);
   }
 }
 

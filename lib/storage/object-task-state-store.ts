@@ -6,6 +6,7 @@ import { FenceRecords } from './fence-records.ts';
 import { sha256Hex } from './fs/durable-fs.ts';
 import type { ObjectStore } from './object-store.ts';
 import { ObjectSharedState } from './object-shared-state.ts';
+import { readVerifiedObject } from './verified-object.ts';
 
 /**
  * The task side of checkpoint storage over an object store: task state files at `chk-<id>/task-<v>-<s>.state`
@@ -43,21 +44,7 @@ export class ObjectTaskStateStore implements TaskStateStore {
   }
 
   async readTaskState(path: string, expected: { bytes: number; sha256: string }): Promise<Uint8Array> {
-    const where = this.store.describe(checkedTaskPath(path));
-    let data: Uint8Array | undefined;
-    try {
-      data = await this.store.get(path);
-    } catch (cause) {
-      throw new CheckpointIoError('read task state file', where, cause);
-    }
-    if (data === undefined) throw new CheckpointCorruptError(where, 'the file is missing');
-    if (data.byteLength !== expected.bytes) {
-      throw new CheckpointCorruptError(where, `it has ${data.byteLength} bytes, the metadata says ${expected.bytes}`);
-    }
-    if ((await sha256Hex(data)) !== expected.sha256) {
-      throw new CheckpointCorruptError(where, 'its sha256 differs from the one recorded in the metadata');
-    }
-    return data;
+    return readVerifiedObject(this.store, path, this.store.describe(checkedTaskPath(path)), expected);
   }
 
   /** The recorded fence, read once per checkpoint id; a failed read is not kept, so the next write reads again. */
