@@ -12,6 +12,8 @@ export const LAYERS = [
   { folder: 'core', mayImport: [] },
   // Pure checkpoint protocol: coordinator, barrier alignment, restore and retention plans, naming. No I/O.
   { folder: 'checkpoint', mayImport: ['core'] },
+  // Pure cluster protocol: control-table items, lease decisions, exchange delivery rules. No I/O.
+  { folder: 'cluster', mayImport: ['core', 'checkpoint'] },
   // Keyed state: interfaces, timer services, the snapshot file format, memory/ and rocksdb/ backends.
   { folder: 'state', mayImport: ['core'] },
   // What a job implements and configures: function interfaces, join functions, watermark strategy, job options.
@@ -19,22 +21,22 @@ export const LAYERS = [
   // Checkpoint storage: where snapshots and metadata are kept (interface, filesystem implementation).
   { folder: 'storage', mayImport: ['core', 'checkpoint', 'state'] },
   // Source and sink contracts and their implementations: local/ and aws/ (the only users of @aws-sdk in lib/).
-  { folder: 'connectors', mayImport: ['core', 'checkpoint', 'state', 'storage'] },
+  { folder: 'connectors', mayImport: ['core', 'checkpoint', 'cluster', 'state', 'storage'] },
   // Operators: the operator contract, basic, process, join and window operators.
   { folder: 'operators', mayImport: ['core', 'state', 'contracts', 'connectors'] },
   // Logical graph and physical plan.
-  { folder: 'graph', mayImport: ['core', 'checkpoint', 'contracts', 'connectors', 'operators'] },
+  { folder: 'graph', mayImport: ['core', 'checkpoint', 'cluster', 'contracts', 'connectors', 'operators'] },
   // The DataStream builder that users call, and job definitions.
-  { folder: 'api', mayImport: ['core', 'checkpoint', 'state', 'contracts', 'connectors', 'operators', 'graph'] },
+  { folder: 'api', mayImport: ['core', 'checkpoint', 'cluster', 'state', 'contracts', 'connectors', 'operators', 'graph'] },
   // Tasks, channels, threads, checkpoint driver, restore, restarts, control: runs a built job.
   {
     folder: 'runtime',
-    mayImport: ['core', 'checkpoint', 'state', 'contracts', 'storage', 'connectors', 'operators', 'graph', 'api'],
+    mayImport: ['core', 'checkpoint', 'cluster', 'state', 'contracts', 'storage', 'connectors', 'operators', 'graph', 'api'],
   },
   // The `sluice` command: a composition root.
   {
     folder: 'cli',
-    mayImport: ['core', 'checkpoint', 'state', 'contracts', 'storage', 'connectors', 'operators', 'graph', 'api', 'runtime'],
+    mayImport: ['core', 'checkpoint', 'cluster', 'state', 'contracts', 'storage', 'connectors', 'operators', 'graph', 'api', 'runtime'],
   },
 ];
 

@@ -1,0 +1,195 @@
+import type { CoordinatorState } from '../checkpoint/coordinator-protocol.ts';
+import type { TaskId, TaskStateHandle } from '../checkpoint/types.ts';
+
+/**
+ * The items of a cluster job's DynamoDB control table, as plain data. One partition per job (`job#<id>`), one item
+ * per sort key below. The worker half (leases, acks, control polling) and the coordinator half (Step Functions
+ * handlers) read and write them through their own adapters in lib/connectors/aws/cluster; this file is the contract
+ * both sides share, so it has no I/O and no AWS types.
+ *
+ * Fencing: every take, handoff or local restart of a slot increments the slot's `epoch` and the job-wide
+ * `ControlItem.leaseGeneration` in one transaction. An ack is conditioned on the lease's owner and epoch; a
+ * checkpoint's metadata commit is conditioned on the `leaseGeneration` recorded with its trigger, so a takeover
+ * while a checkpoint is in flight aborts that checkpoint. A zombie changes nothing.
+ */
+
+/** Partition key attribute name and sort key attribute name of the control table. */
+export const CONTROL_TABLE_PARTITION_KEY = 'pk';
+export const CONTROL_TABLE_SORT_KEY = 'sk';
+
+export function jobPartition(jobId: string): string {
+  return `job#${jobId}`;
+}
+
+/** Sort keys. Checkpoint ids are zero-padded so that a Query with `begins_with(sk, 'ack#<id>#')` lists one checkpoint. */
+export const ControlKeys = {
+  config: 'config',
+  coordinator: 'coordinator',
+  control: 'control',
+  lease: (slot: number): string => `lease#${String(slot).padStart(5, '0')}`,
+  leasePrefix: 'lease#',
+  ack: (checkpointId: number, slot: number): string => `${ackPrefix(checkpointId)}${String(slot).padStart(5, '0')}`,
+  ackPrefix,
+  request: (requestId: string): string => `request#${requestId}`,
+  requestPrefix: 'request#',
+} as const;
+
+function ackPrefix(checkpointId: number): string {
+  return `ack#${String(checkpointId).padStart(12, '0')}#`;
+}
+
+/** How records cross a network edge of the plan in the cluster. */
+export type EdgeMode =
+  /** Forward: producer and consumer subtask are the same slot, a local channel in the worker. */
+  | 'local'
+  /** keyBy with `keyGroups: 'kinesis-hash'` right behind a Kinesis source: each slot reads only its key groups. */
+  | 'aligned'
+  /** Any other keyBy, rebalance or broadcast: through the internal exchange stream, read-committed. */
+  | 'exchange';
+
+export interface ClusterEdgeConfig {
+  /** The physical edge id (`PhysicalEdge.id`) as a string. */
+  readonly id: string;
+  readonly fromVertex: number;
+  readonly toVertex: number;
+  readonly mode: EdgeMode;
+  /** Key-group hash of a keyed edge: `murmur` (the engine's default) or `kinesis-hash` (MD5 of the partition key). */
+  readonly keyGroupHash?: 'murmur' | 'kinesis-hash';
+}
+
+/** `config`: written once by `sluice aws init`; every worker and handler checks it before doing anything. */
+export interface ClusterConfigItem {
+  /** `PhysicalPlan.fingerprint` plus the edge modes and key-group hashes (see lib/graph/slot-plan.ts). */
+  readonly fingerprint: string;
+  /** P: the number of slots; every vertex runs at this parallelism. */
+  readonly parallelism: number;
+  readonly maxParallelism: number;
+  readonly edges: readonly ClusterEdgeConfig[];
+  /** `s3://bucket/prefix` of the checkpoint storage. */
+  readonly checkpointDir: string;
+  /** The internal Kinesis stream of P shards, when any edge is `exchange`. */
+  readonly exchangeStream?: string;
+  /** The coordinator's options (interval, timeout, min pause, retained, tolerable failures), as JSON. */
+  readonly checkpointing: Readonly<Record<string, number>>;
+  /** Every task of the plan (vertex, subtask): what the coordinator expects acks from. */
+  readonly tasks: readonly TaskId[];
+  /** Source tasks, for the coordinator's `sourceTasks`. */
+  readonly sourceTasks: readonly TaskId[];
+  /** Two-phase-commit sinks the coordinator commits, by sink operator (node) id, from their `externalCommit`. */
+  readonly sinks: readonly ClusterSinkConfig[];
+  /** Where the job starts from on its very first run (`--restore`), as a storage URI. */
+  readonly restoreFrom?: string;
+  readonly createdAt: number;
+}
+
+/** A two-phase-commit sink's JSON descriptor: enough for the coordinator to commit without loading job code. */
+export interface ClusterSinkConfig {
+  /** The sink operator's logical node id. */
+  readonly nodeId: number;
+  readonly name: string;
+  /** `TwoPhaseCommitSink.externalCommit`, e.g. `{ kind: 'dynamodb', ... }`. */
+  readonly externalCommit: ExternalCommitDescriptor;
+}
+
+/** JSON that names a committer in the coordinator's registry (`kind`) and carries its settings. */
+export interface ExternalCommitDescriptor {
+  readonly kind: string;
+  readonly [setting: string]: unknown;
+}
+
+/** `lease#<slot>`: who runs slot `slot` (as the Kinesis Client Library's lease items, plus the fencing epoch). */
+export interface LeaseItem {
+  readonly slot: number;
+  /** Worker id of the owner; absent when released. */
+  readonly owner?: string;
+  /** Fencing epoch of the slot: +1 at every take, handoff and local restart. */
+  readonly epoch: number;
+  /** +1 at every renewal; a taker sees the lease as expired when it has not moved for `leaseDurationMs` on its own clock. */
+  readonly counter: number;
+  /** Set by a worker that wants the slot: the owner stops the slot at a checkpoint and hands it over. */
+  readonly pendingOwner?: string;
+}
+
+/** The checkpoint the coordinator asked for: workers inject its barrier at their sources and exchange receivers. */
+export interface ControlTrigger {
+  readonly checkpointId: number;
+  readonly savepoint: boolean;
+  /** Epoch ms; barriers and metadata carry it. */
+  readonly timestamp: number;
+  /** `ControlItem.leaseGeneration` when triggered: the metadata commit is conditioned on it being unchanged. */
+  readonly leaseGeneration: number;
+  /** The savepoint of a stop: after it completes, workers stop their slots and release. */
+  readonly stop?: boolean;
+}
+
+/** `control`: the one item workers poll (consistent read, every `controlPollMs`). */
+export interface ControlItem {
+  readonly trigger?: ControlTrigger;
+  /** The latest completed checkpoint (not savepoints), and its metadata's storage-relative path. */
+  readonly completed?: { readonly checkpointId: number; readonly metadataPath: string };
+  /** +1 with every lease take, handoff or local restart (fencing of metadata commits). */
+  readonly leaseGeneration: number;
+  /** The highest checkpoint whose sink committables are all committed. */
+  readonly sinkCommittedThrough: number;
+  /** Set once a stop's savepoint completed: workers stop every slot and release its lease. */
+  readonly halted?: { readonly checkpointId: number; readonly savepointPath: string };
+}
+
+/** The sink committables of one slot for one checkpoint, written as one object beside its task states. */
+export interface SlotCommittablesRef {
+  readonly path: string;
+  readonly bytes: number;
+  readonly sha256: string;
+}
+
+/** `ack#<checkpoint>#<slot>`: one per slot and checkpoint, put in a transaction with a lease owner+epoch check. */
+export type AckItem =
+  | {
+      readonly kind: 'ack';
+      readonly checkpointId: number;
+      readonly slot: number;
+      readonly owner: string;
+      readonly epoch: number;
+      /** One handle per task of the slot (subtask `slot` of every vertex). */
+      readonly handles: readonly TaskStateHandle[];
+      /** Tasks of the slot that had finished for good before this checkpoint. */
+      readonly finishedTasks?: readonly TaskId[];
+      /** Absent when the slot has no two-phase-commit sink. */
+      readonly committables?: SlotCommittablesRef;
+      readonly at: number;
+    }
+  | {
+      readonly kind: 'decline';
+      readonly checkpointId: number;
+      readonly slot: number;
+      readonly owner: string;
+      readonly epoch: number;
+      readonly reason: string;
+      readonly at: number;
+    };
+
+/** `coordinator`: the pure CheckpointCoordinator's JSON state, owned by one supervisor execution at a time. */
+export interface CoordinatorItem {
+  /** Optimistic concurrency: every write is conditioned on the version read, and increments it. */
+  readonly version: number;
+  /** The supervisor execution that owns the coordinator; a handler of another execution ends `Superseded`. */
+  readonly execution: string;
+  readonly state: CoordinatorState;
+  /**
+   * A metadata commit in progress: the exact bytes (JSON) persisted before the first try, so a retried handler
+   * writes the same object, and the lease generation of its trigger.
+   */
+  readonly pendingCommit?: { readonly checkpointId: number; readonly metadataJson: string; readonly leaseGeneration: number };
+}
+
+/** `request#<id>`: a savepoint or stop asked for by `sluice aws savepoint|stop` (or the console). */
+export interface RequestItem {
+  readonly id: string;
+  readonly kind: 'savepoint' | 'stop';
+  readonly status: 'queued' | 'running' | 'succeeded' | 'failed';
+  readonly requestedAt: number;
+  readonly requestedBy?: string;
+  readonly result?: { readonly checkpointId: number; readonly path: string };
+  readonly error?: string;
+  readonly updatedAt: number;
+}
