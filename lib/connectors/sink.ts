@@ -21,6 +21,13 @@ export interface SinkContext {
    * two-phase-commit writer assumes checkpoints (nothing becomes visible except through a commit).
    */
   readonly checkpointing?: boolean;
+  /**
+   * Who commits a two-phase-commit writer's committables: `self` (the runtime calls the sink's Committer after each
+   * completed checkpoint and for restored committables) or `coordinator` (a cluster: the checkpoint coordinator
+   * commits them from the sink's `externalCommit` descriptor; the runtime only hands committables over with the
+   * checkpoint and never commits them itself). @default 'self'
+   */
+  readonly commitMode?: 'self' | 'coordinator';
 }
 
 /** Writes the records of one sink subtask. Called by one task, never concurrently. */
@@ -70,6 +77,12 @@ export interface Committer<C> {
 
 export interface TwoPhaseCommitSink<T, C> extends Sink<T> {
   readonly twoPhaseCommit: true;
+  /**
+   * JSON that lets a process without the job's code commit this sink's committables (the cluster's coordinator):
+   * `kind` names a committer in the coordinator's registry, the rest are its settings. Committables must then be
+   * plain JSON. A sink without it cannot run in a cluster (ConfigError). @default undefined
+   */
+  readonly externalCommit?: { readonly kind: string; readonly [setting: string]: unknown };
   createWriter(ctx: SinkContext): TwoPhaseCommitSinkWriter<T, C> | Promise<TwoPhaseCommitSinkWriter<T, C>>;
   createCommitter(ctx: SinkContext): Committer<C> | Promise<Committer<C>>;
   /**

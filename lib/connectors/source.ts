@@ -29,6 +29,12 @@ export interface SourceReaderContext {
   readonly fencing?: FencingToken;
   /** Checkpointing is on: readers may wait for completed checkpoints (e.g. before reading a child shard). @default false */
   readonly checkpointing?: boolean;
+  /**
+   * Cluster slot with an aligned keyBy behind this source: read only the records whose partition key's
+   * `kinesis-hash` key group (out of `maxParallelism`) lies in this inclusive range, from every shard that overlaps
+   * it. Only sources with `supportsKeyGroupAlignment` are given it. @default undefined: read the assigned splits whole
+   */
+  readonly alignedKeyGroups?: { readonly start: number; readonly end: number; readonly maxParallelism: number };
 }
 
 /** What one poll returned. */
@@ -106,6 +112,12 @@ export interface Source<T, S extends SourceSplit = SourceSplit> {
   readonly alignsWatermarks?: boolean;
   /** Default parallelism when the job does not set one: for example 1 for a source that cannot be split. */
   readonly maxParallelism?: number;
+  /**
+   * The source can read exactly a key-group range of `kinesis-hash` key groups (`SourceReaderContext.alignedKeyGroups`),
+   * as the Kinesis source does: a keyBy with `keyGroups: 'kinesis-hash'` right behind it needs no shuffle in a
+   * cluster. @default false
+   */
+  readonly supportsKeyGroupAlignment?: boolean;
   createSplits(ctx: SplitEnumeratorContext): Promise<S[]> | S[];
   /**
    * Which subtask reads `split`, at start and when splits are redistributed on restore. Without it split i goes to

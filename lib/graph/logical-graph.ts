@@ -13,7 +13,16 @@ export type PartitionerSpec =
   /** Every batch to every downstream subtask. */
   | { readonly kind: 'broadcast' }
   /** Each record to the subtask owning its key group. */
-  | { readonly kind: 'hash'; readonly keySelector: (value: unknown) => Key };
+  | {
+      readonly kind: 'hash';
+      readonly keySelector: (value: unknown) => Key;
+      /**
+       * How a key maps to its key group: `murmur` (the engine's hash) or `kinesis-hash` (MD5 of the key as a Kinesis
+       * partition key, so key groups line up with shard hash-key ranges; see docs/cluster.md). Part of the plan
+       * fingerprint. @default 'murmur'
+       */
+      readonly keyGroupHash?: 'murmur' | 'kinesis-hash';
+    };
 
 export interface LogicalEdge {
   readonly from: number;
