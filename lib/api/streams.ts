@@ -174,6 +174,7 @@ export class DataStream<T> {
   sinkTo(sink: Sink<T>, name: string = sink.name): DataStreamSink {
     const node = this.env.graph.addOperator(name, () => new SinkOperator(name, sink) as AnyOperator, [this.edge()], {
       isSink: true,
+      sink: sink as Sink<unknown>,
       stateMeaning: { operator: 'sink' },
     });
     return new DataStreamSink(this.env, node.id);

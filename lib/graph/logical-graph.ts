@@ -1,6 +1,7 @@
 import { ConfigError, type Key } from '../core/index.ts';
 import type { Operator } from '../operators/operator.ts';
 import type { Source } from '../connectors/source.ts';
+import type { Sink } from '../connectors/sink.ts';
 import type { WatermarkStrategy } from '../contracts/watermark-strategy.ts';
 import type { StateMeaning } from '../checkpoint/types.ts';
 
@@ -63,6 +64,8 @@ export interface OperatorNode extends NodeBase {
   /** Needs a keyed state backend and timers (after keyBy). */
   readonly keyed: boolean;
   readonly isSink: boolean;
+  /** The sink a sink node writes to (set by `sinkTo`), so plans can check it without creating the operator. */
+  readonly sink?: Sink<unknown>;
 }
 
 export type LogicalNode = SourceNode | OperatorNode;
@@ -91,7 +94,7 @@ export class LogicalGraph {
     name: string,
     createOperator: () => Operator<unknown, unknown>,
     inputs: LogicalEdge[],
-    options: { keyed?: boolean; isSink?: boolean; parallelism?: number; stateMeaning?: StateMeaning } = {},
+    options: { keyed?: boolean; isSink?: boolean; sink?: Sink<unknown>; parallelism?: number; stateMeaning?: StateMeaning } = {},
   ): OperatorNode {
     const node: OperatorNode = {
       kind: 'operator',
@@ -102,6 +105,7 @@ export class LogicalGraph {
       createOperator,
       keyed: options.keyed ?? false,
       isSink: options.isSink ?? false,
+      ...(options.sink === undefined ? {} : { sink: options.sink }),
       stateMeaning: options.stateMeaning ?? {},
       stateVersion: undefined,
     };
