@@ -105,5 +105,11 @@ export function buildProgram(spec: ProgramSpec): Command {
     spec.onRun({ jobPath, common: rawValues(command, common), job: rawValues(command, jobFlags) });
   });
   addControlCommands(program, spec.onControl);
+  // Listed for --help only: runCli hands `sluice aws ...` to lib/cli/aws-cli.ts before this program parses.
+  program
+    .command('aws')
+    .summary('deploy and control a job on the cluster runtime: init, status, savepoint, stop (see "sluice aws --help")')
+    .allowUnknownOption()
+    .allowExcessArguments();
   return program;
 }

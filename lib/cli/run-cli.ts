@@ -128,13 +128,19 @@ class RestAnnouncement {
 }
 
 /**
- * The `sluice` command: `sluice run <job> [flags]`, and `sluice checkpoints|savepoint|stop` for a running job. Loads the job module first (its flags become options),
+ * The `sluice` command: `sluice run <job> [flags]`, `sluice checkpoints|savepoint|stop` for a running job, and
+ * `sluice aws init|status|savepoint|stop` for a cluster job (lib/cli/aws-cli.ts). Loads the job module first (its flags become options),
  * parses and checks every flag, runs the job on worker threads (serving its REST API) and prints a summary. Never
  * exits the process: returns the exit code (0 finished or stopped with a savepoint, 1 job failed, 2 bad usage or
  * configuration; for the other commands 0 done, 1 request failed, 2 bad usage).
  */
 export async function runCli(argv: readonly string[], deps: CliDeps): Promise<ExitCode> {
   registerCliStorageSchemes();
+  if (argv[0] === 'aws') {
+    // Loaded on demand: only the cluster commands need the DynamoDB client.
+    const { runAwsCli } = await import('./aws-cli.ts');
+    return runAwsCli(argv.slice(1), deps);
+  }
   const printLines = (lines: string[]): void => deps.stderr(lines.map((l) => `${l}\n`).join(''));
   const jobArg = argv[0] === 'run' ? findJobArgument(argv.slice(1), COMMON_OPTIONS_WITH_VALUE) : undefined;
   let job: JobDefinition | undefined;
