@@ -13,9 +13,9 @@ export interface SluiceRun {
   readonly stderr: string;
 }
 
-/** Starts `node bin/sluice.js <args>` in the repository root. */
-export function startSluice(args: readonly string[]): { child: ChildProcess; done: Promise<SluiceRun> } {
-  const child = spawn(process.execPath, [SLUICE, ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts `node bin/sluice.js <args>` in the repository root (with `env`, default this process's environment). */
+export function startSluice(args: readonly string[], env?: NodeJS.ProcessEnv): { child: ChildProcess; done: Promise<SluiceRun> } {
+  const child = spawn(process.execPath, [SLUICE, ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], ...(env === undefined ? {} : { env }) });
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (s: string) => (stdout += s));
@@ -27,8 +27,8 @@ export function startSluice(args: readonly string[]): { child: ChildProcess; don
   return { child, done };
 }
 
-export function runSluice(args: readonly string[]): Promise<SluiceRun> {
-  return startSluice(args).done;
+export function runSluice(args: readonly string[], env?: NodeJS.ProcessEnv): Promise<SluiceRun> {
+  return startSluice(args, env).done;
 }
 
 /** Polls `probe` every 25 ms until it returns a value (not undefined); fails after `timeoutMs`. */
