@@ -93,14 +93,24 @@ const COMPARED: readonly [keyof ClusterConfigItem, string][] = [
   ['checkpointing', 'checkpointing settings'],
 ];
 
-function differences(stored: ClusterConfigItem, wanted: ClusterConfigItem): string[] {
+/** What a re-run of `init` would change in a stored config, one phrase per field; empty when it is the same deployment. */
+export function configDifferences(stored: ClusterConfigItem, wanted: ClusterConfigItem): string[] {
   const out: string[] = [];
   for (const [field, label] of COMPARED) {
-    const a = JSON.stringify(stored[field] ?? null);
-    const b = JSON.stringify(wanted[field] ?? null);
+    const a = canonicalJson(stored[field] ?? null);
+    const b = canonicalJson(wanted[field] ?? null);
     if (a !== b) out.push(`${label}: stored ${short(a)}, now ${short(b)}`);
   }
   return out;
+}
+
+/** JSON with object keys sorted: a DynamoDB map does not keep the order its keys were written in. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
 }
 
 function short(json: string): string {
@@ -224,7 +234,7 @@ export class JobAdminTable implements JobAdmin {
   }
 
   private refuseOther(stored: ClusterConfigItem, wanted: ClusterConfigItem): void {
-    const found = differences(stored, wanted);
+    const found = configDifferences(stored, wanted);
     if (found.length === 0) return;
     throw new ClusterConfigConflictError(
       `job "${this.options.jobId}" in table ${this.options.tableName} is deployed with other settings (${found.join('; ')}). ` +
