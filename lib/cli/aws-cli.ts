@@ -3,10 +3,10 @@ import { hostname, userInfo } from 'node:os';
 import { Command, CommanderError, type Option } from 'commander';
 import { ConfigError, SluiceError } from '../core/index.ts';
 import type { FlagSpecs, JobDefinition } from '../api/job.ts';
-import type { ClusterConfigItem, RequestItem } from '../cluster/control-items.ts';
+import type { RequestItem } from '../cluster/control-items.ts';
 import { JobAdminTable, type JobAdmin } from '../connectors/aws/cluster/job-admin-table.ts';
 import { buildPhysicalPlan } from '../graph/physical-plan.ts';
-import { planSlots, type SlotPlan } from '../graph/slot-plan.ts';
+import { clusterConfigItem, planSlots, type ClusterDeployment } from '../graph/slot-plan.ts';
 import { buildJob } from '../runtime/load-job.ts';
 import { AWS_INIT_FLAGS, AWS_REQUEST_FLAGS, AWS_STATUS_FLAGS, awsFlagOptions } from './aws-flags.ts';
 import { formatClusterStatus } from './aws-status-format.ts';
@@ -142,15 +142,11 @@ function parseAll(pairs: readonly [FlagSpecs, Record<string, RawFlagValue>][]): 
 
 const S3_LOCATION = /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/.*)?$/;
 
-/** The `config` item `init` writes for a slot plan and the cluster flags. */
-export function clusterConfigItem(plan: SlotPlan, flags: Record<string, FlagValue>, createdAt: number): ClusterConfigItem {
+/** The deployment settings of `init`'s flags. */
+function deploymentOf(flags: Record<string, FlagValue>, createdAt: number): ClusterDeployment {
   const exchangeStream = flags['exchangeStream'] as string | undefined;
   const restoreFrom = flags['restore'] as string | undefined;
   return {
-    fingerprint: plan.fingerprint,
-    parallelism: plan.parallelism,
-    maxParallelism: plan.maxParallelism,
-    edges: plan.edges,
     checkpointDir: flags['checkpointDir'] as string,
     ...(exchangeStream === undefined ? {} : { exchangeStream }),
     checkpointing: {
@@ -158,9 +154,6 @@ export function clusterConfigItem(plan: SlotPlan, flags: Record<string, FlagValu
       timeoutMs: flags['checkpointTimeoutMs'] as number,
       tolerableFailures: flags['tolerableCheckpointFailures'] as number,
     },
-    tasks: plan.tasks,
-    sourceTasks: plan.sourceTasks,
-    sinks: plan.sinks,
     ...(restoreFrom === undefined ? {} : { restoreFrom }),
     createdAt,
   };
@@ -195,7 +188,7 @@ async function runInit(parsed: ParsedAws, job: JobDefinition, deps: AwsCliDeps, 
   const tableName = cluster['controlTable'] as string;
   const admin = openAdmin(deps, tableName, jobId);
   try {
-    const outcome = await admin.init(clusterConfigItem(plan, cluster, (deps.now ?? Date.now)()), { fresh: cluster['fresh'] === true });
+    const outcome = await admin.init(clusterConfigItem(plan, deploymentOf(cluster, (deps.now ?? Date.now)())), { fresh: cluster['fresh'] === true });
     deps.stdout(layout);
     print([
       outcome === 'initialized'

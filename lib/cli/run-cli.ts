@@ -136,10 +136,10 @@ class RestAnnouncement {
  */
 export async function runCli(argv: readonly string[], deps: CliDeps): Promise<ExitCode> {
   registerCliStorageSchemes();
-  if (argv[0] === 'aws') {
+  if (argv[0] === 'aws' || (argv[0] === 'help' && argv[1] === 'aws')) {
     // Loaded on demand: only the cluster commands need the DynamoDB client.
     const { runAwsCli } = await import('./aws-cli.ts');
-    return runAwsCli(argv.slice(1), deps);
+    return runAwsCli(argv[0] === 'aws' ? argv.slice(1) : ['--help'], deps);
   }
   const printLines = (lines: string[]): void => deps.stderr(lines.map((l) => `${l}\n`).join(''));
   const jobArg = argv[0] === 'run' ? findJobArgument(argv.slice(1), COMMON_OPTIONS_WITH_VALUE) : undefined;

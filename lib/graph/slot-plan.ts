@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ConfigError, keyGroupRangeForSubtask } from '../core/index.ts';
 import type { TaskId } from '../checkpoint/types.ts';
-import type { ClusterEdgeConfig, ClusterSinkConfig, EdgeMode } from '../cluster/control-items.ts';
+import type { ClusterConfigItem, ClusterEdgeConfig, ClusterSinkConfig, EdgeMode } from '../cluster/control-items.ts';
 import { isTwoPhaseCommitSink } from '../connectors/sink.ts';
 import type { PhysicalEdge, PhysicalPlan, Vertex } from './physical-plan.ts';
 
@@ -178,5 +178,37 @@ export function planSlots(plan: PhysicalPlan, options: SlotPlanOptions): SlotPla
     tasks,
     sourceTasks,
     sinks,
+  };
+}
+
+/** Where and how a laid-out job runs: the settings of its `config` item that are not derived from the plan. */
+export interface ClusterDeployment {
+  /** `s3://bucket/prefix` of the checkpoint storage. */
+  readonly checkpointDir: string;
+  /** Must be the one the plan was laid out with. @default undefined */
+  readonly exchangeStream?: string;
+  /** The coordinator's options by CheckpointCoordinatorOptions name (intervalMs, timeoutMs, tolerableFailures, ...). */
+  readonly checkpointing: Readonly<Record<string, number>>;
+  /** Storage URI the first run restores from. @default undefined */
+  readonly restoreFrom?: string;
+  /** Epoch ms. */
+  readonly createdAt: number;
+}
+
+/** The control table's `config` item for a slot plan (what `sluice aws init` writes). */
+export function clusterConfigItem(plan: SlotPlan, deployment: ClusterDeployment): ClusterConfigItem {
+  return {
+    fingerprint: plan.fingerprint,
+    parallelism: plan.parallelism,
+    maxParallelism: plan.maxParallelism,
+    edges: plan.edges,
+    checkpointDir: deployment.checkpointDir,
+    ...(deployment.exchangeStream === undefined ? {} : { exchangeStream: deployment.exchangeStream }),
+    checkpointing: deployment.checkpointing,
+    tasks: plan.tasks,
+    sourceTasks: plan.sourceTasks,
+    sinks: plan.sinks,
+    ...(deployment.restoreFrom === undefined ? {} : { restoreFrom: deployment.restoreFrom }),
+    createdAt: deployment.createdAt,
   };
 }
