@@ -71,7 +71,10 @@ export interface LeaseLoss {
 export interface LeaseRoundDecision {
   /** Stop these slots at once and write nothing more for them. */
   readonly lose: readonly LeaseLoss[];
-  /** Handed over to us as we asked (owner = us, epoch = asked + 1): ours already, no write needed. */
+  /**
+   * Handed over to us as we asked (owner = us, epoch = asked + 1): no new epoch needed, but renew before starting
+   * the slot. The handoff may have moved the counter a while ago, and only a renewal sent now keeps takers off it.
+   */
   readonly adopt: readonly (HeldSlot & { readonly previousOwner: string })[];
   readonly take: readonly LeaseTake[];
   readonly ask: readonly HandoffAsk[];

@@ -101,6 +101,10 @@ export class LeaseModel {
     w.held = w.held.filter((h) => !lost.has(h.slot));
     for (const a of d.adopt) {
       w.asked.delete(a.slot);
+      // The handoff wrote the counter long ago perhaps: the slot is ours only from a renewal we send now.
+      const item = this.leases.get(a.slot);
+      if (item?.owner !== w.id || item.epoch !== a.epoch) continue;
+      this.leases.set(a.slot, { ...item, counter: item.counter + 1 });
       w.held.push({ slot: a.slot, epoch: a.epoch, renewedAt: now });
     }
     for (const t of d.take) {
