@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CreateTableCommand, DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { ControlKeys, jobPartition, type AckItem } from '../../lib/cluster/control-items.ts';
@@ -57,12 +57,12 @@ interface Node {
 function cluster(jobId: string) {
   const nodes: Node[] = [];
   const clients: DynamoDBClient[] = [];
-  const add = (id: string, options: { cooperative?: boolean; at?: number } = {}): Node => {
+  const add = (id: string, options: { cooperative?: boolean; at?: number; slotCount?: number } = {}): Node => {
     const clock = new ManualClock(options.at ?? nodes[0]?.clock.now() ?? 1_000_000);
     const timers = new ManualTimers(clock);
     const client = new DynamoDBClient({ ...dynamo.clientConfig, requestHandler: new NodeHttpHandler(), maxAttempts: 1 });
     const table = new WorkerControlTable({ tableName: TABLE, jobId, client });
-    const keeper = new DynamoDbLeaseKeeper(table, { workerId: id, leaseDurationMs: L, slotCount: SLOTS, clock, timers });
+    const keeper = new DynamoDbLeaseKeeper(table, { workerId: id, leaseDurationMs: L, slotCount: 'slotCount' in options ? options.slotCount : SLOTS, clock, timers });
     const node: Node = { id, clock, timers, table, keeper, events: [], frozen: false, cut: false, cooperative: options.cooperative ?? true };
     clients.push(client);
     client.middlewareStack.add(
@@ -279,5 +279,40 @@ describe('DynamoDbLeaseKeeper on DynamoDB Local', () => {
     } finally {
       await c.close();
     }
+  });
+
+  it('a repeated take within the token window succeeds once: one epoch, one generation step', async () => {
+    const jobId = `token-${++jobs}`;
+    const table = new WorkerControlTable({ tableName: TABLE, jobId, client: dynamo.client });
+    expect(await table.takeLease(0, 'a', undefined)).toBe('written');
+    // The response was lost and the same take is sent again: DynamoDB answers from the ClientRequestToken.
+    expect(await table.takeLease(0, 'a', undefined)).toBe('written');
+    expect(await getItem(jobId, ControlKeys.lease(0))).toMatchObject({ owner: 'a', epoch: 1, counter: 1 });
+    expect(await getItem(jobId, ControlKeys.control)).toMatchObject({ leaseGeneration: 1 });
+    // Another worker's take of the same observed state is refused by the condition.
+    expect(await table.takeLease(0, 'b', undefined)).toBe('fenced');
+    const taken = (await table.readLeases())[0]!;
+    expect(await table.takeLease(0, 'b', taken)).toBe('written');
+    expect(await getItem(jobId, ControlKeys.control)).toMatchObject({ leaseGeneration: 2 });
+    expect(await table.readControl()).toMatchObject({ leaseGeneration: 2, sinkCommittedThrough: 0 });
+  });
+
+  it('without a slot count, waits for the config item and then takes P slots; close deletes its heartbeat', async () => {
+    const jobId = `config-${++jobs}`;
+    const c = cluster(jobId);
+    const a = c.add('a', { slotCount: undefined });
+    try {
+      for (let i = 0; i < 6; i++) await c.step(L / 3);
+      expect(slotsOf(a)).toEqual([]);
+      expect(await getItem(jobId, ControlKeys.worker('a'))).toMatchObject({ workerId: 'a' });
+      await dynamo.client.send(
+        new PutItemCommand({ TableName: TABLE, Item: marshall({ pk: jobPartition(jobId), sk: ControlKeys.config, parallelism: 3, fingerprint: 'f' }) }),
+      );
+      expect(await a.table.readConfig()).toMatchObject({ parallelism: 3, fingerprint: 'f' });
+      await c.until(() => slotsOf(a).length === 3, 'a takes the three slots of the config');
+    } finally {
+      await c.close();
+    }
+    expect(await getItem(jobId, ControlKeys.worker('a'))).toBeUndefined();
   });
 });

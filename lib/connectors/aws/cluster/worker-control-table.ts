@@ -176,9 +176,10 @@ export class WorkerControlTable implements ControlReader, AckWriter {
   /** Sets `pendingOwner` = `workerId` on a lease as read (owner, epoch and pendingOwner unchanged). */
   async askHandoff(slot: number, workerId: string, observed: LeaseItem): Promise<FencedWriteResult> {
     const values: Record<string, unknown> = { ':me': workerId, ':owner': observed.owner, ':epoch': observed.epoch };
-    let pending = 'attribute_not_exists(#pending)';
+    // Already ours counts as success: an SDK retry of an ask that went through must not read as refused.
+    let pending = '(attribute_not_exists(#pending) OR #pending = :me)';
     if (observed.pendingOwner !== undefined) {
-      pending = '#pending = :pending';
+      pending = '(#pending = :pending OR #pending = :me)';
       values[':pending'] = observed.pendingOwner;
     }
     return this.update(`ask for slot ${slot}`, ControlKeys.lease(slot), {
