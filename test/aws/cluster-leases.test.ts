@@ -131,8 +131,18 @@ describe('DynamoDbLeaseKeeper on DynamoDB Local', () => {
     const [a, b] = [c.add('a'), c.add('b')];
     try {
       await c.until(() => slotsOf(a).length === 2 && slotsOf(b).length === 2, '2/2');
-      // Stable: a few more leases of rounds change nothing.
+      // Stable: three more leases of rounds change nothing, and cost per round one renewal per held slot, one
+      // heartbeat and two queries.
+      const before = { ...a.keeper.stats };
       for (let i = 0; i < 9; i++) await c.step(L / 3);
+      const after = a.keeper.stats;
+      expect({
+        rounds: after.rounds - before.rounds,
+        renewals: after.renewals - before.renewals,
+        reads: after.reads - before.reads,
+        takes: after.takes - before.takes,
+        asks: after.asks - before.asks,
+      }).toEqual({ rounds: 9, renewals: 18, reads: 18, takes: 0, asks: 0 });
       expect([...slotsOf(a), ...slotsOf(b)].sort()).toEqual([0, 1, 2, 3]);
       expect(slotsOf(a)).toHaveLength(2);
       for (const n of [a, b]) {
@@ -189,7 +199,9 @@ describe('DynamoDbLeaseKeeper on DynamoDB Local', () => {
         expect(slotsOf(a)).toHaveLength(2);
       }
       await c.until(() => slotsOf(a).length === 4, 'a takes over b slots', 3 * L);
+      // Failover: at least a lease after b's last renewal, at most a lease plus a round (and one test step) later.
       expect(a.clock.now() - frozenAt).toBeGreaterThanOrEqual(L);
+      expect(a.clock.now() - frozenAt).toBeLessThanOrEqual(L + L / 3 + L / 6);
       const taken = a.events.filter((e) => e.kind === 'acquired' && e.previousOwner === 'b');
       expect(taken.map((e) => e.slot).sort()).toEqual(zombie.map((h) => h.slot));
 
