@@ -327,4 +327,13 @@ describe('DynamoDbLeaseKeeper on DynamoDB Local', () => {
     }
     expect(await getItem(jobId, ControlKeys.worker('a'))).toBeUndefined();
   });
+
+  it('a malformed lease item is a non-retriable CLUSTER_CONTROL error naming the item', async () => {
+    const jobId = `malformed-${++jobs}`;
+    const table = new WorkerControlTable({ tableName: TABLE, jobId, client: dynamo.client });
+    await dynamo.client.send(
+      new PutItemCommand({ TableName: TABLE, Item: marshall({ pk: jobPartition(jobId), sk: ControlKeys.lease(2), slot: 2, owner: 'x', epoch: 'one', counter: 1 }) }),
+    );
+    await expect(table.readLeases()).rejects.toMatchObject({ code: 'CLUSTER_CONTROL', retriable: false, message: expect.stringContaining('"epoch":"one"') });
+  });
 });

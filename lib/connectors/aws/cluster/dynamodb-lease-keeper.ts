@@ -215,6 +215,11 @@ export class DynamoDbLeaseKeeper implements SlotLeaseKeeper {
       const [leases, workers] = await Promise.all([this.table.readLeases(), this.table.readWorkers()]);
       const now = clock.now();
       this.leases = observeLeases(this.leases, leases, now);
+      // An ask another worker overwrote (or that was answered by a release) will not be handed over to us.
+      for (const slot of [...this.asked.keys()]) {
+        const lease = this.leases.get(slot)?.lease;
+        if (lease?.owner !== this.workerId && lease?.pendingOwner !== this.workerId) this.asked.delete(slot);
+      }
       this.workers = observeWorkers(
         this.workers,
         workers.filter((w) => w.workerId !== this.workerId),

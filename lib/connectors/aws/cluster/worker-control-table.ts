@@ -23,7 +23,7 @@ import {
 } from '../../../cluster/control-items.ts';
 import type { AckWriter, ControlReader, FencedWriteResult } from '../../../cluster/ports.ts';
 import { awsClientConfig, type AwsClientOverrides } from '../client-config.ts';
-import { controlTableError, failedOnCondition } from './worker-control-errors.ts';
+import { ClusterControlError, controlTableError, failedOnCondition } from './worker-control-errors.ts';
 
 type AttributeMap = Record<string, AttributeValue>;
 
@@ -38,6 +38,14 @@ export interface WorkerControlTableOptions {
 }
 
 const MARSHALL = { removeUndefinedValues: true } as const;
+
+function isCount(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0;
+}
+
+function isOptionalText(value: unknown): value is string | undefined {
+  return value === undefined || typeof value === 'string';
+}
 
 /** Attribute-name placeholders: `owner` is a DynamoDB reserved word, and placeholders keep every expression alike. */
 const NAMES = {
@@ -103,12 +111,31 @@ export class WorkerControlTable implements ControlReader, AckWriter {
 
   async readLeases(): Promise<LeaseItem[]> {
     const items = await this.query(ControlKeys.leasePrefix);
-    return items.map((item) => item as unknown as LeaseItem);
+    return items.map((item) => {
+      const { slot, owner, epoch, counter, pendingOwner } = item;
+      if (!isCount(slot) || !isCount(epoch) || !isCount(counter) || !isOptionalText(owner) || !isOptionalText(pendingOwner)) {
+        throw this.malformed('lease', item);
+      }
+      return { slot, epoch, counter, ...(owner === undefined ? {} : { owner }), ...(pendingOwner === undefined ? {} : { pendingOwner }) };
+    });
   }
 
   async readWorkers(): Promise<WorkerHeartbeatItem[]> {
     const items = await this.query(ControlKeys.workerPrefix);
-    return items.map((item) => item as unknown as WorkerHeartbeatItem);
+    return items.map((item) => {
+      const { workerId, counter, at } = item;
+      if (typeof workerId !== 'string' || !isCount(counter) || typeof at !== 'number') throw this.malformed('worker heartbeat', item);
+      return { workerId, counter, at };
+    });
+  }
+
+  private malformed(what: string, item: Record<string, unknown>): ClusterControlError {
+    return new ClusterControlError(
+      `read a ${what} item`,
+      this.tableName,
+      new TypeError(`malformed ${what} item in job ${this.jobId}: ${JSON.stringify(item)}; was it written by another tool?`),
+      false,
+    );
   }
 
   /**
