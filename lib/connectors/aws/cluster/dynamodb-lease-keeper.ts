@@ -74,7 +74,14 @@ export class DynamoDbLeaseKeeper implements SlotLeaseKeeper {
 
   start(onEvent: (event: LeaseEvent) => void): void {
     if (this.running) return;
-    this.onEvent = onEvent;
+    // A throwing listener must not cut a round short (a half-done round could skip the renewals of other slots).
+    this.onEvent = (event) => {
+      try {
+        onEvent(event);
+      } catch (error) {
+        this.options.onError(error);
+      }
+    };
     this.running = true;
     this.scheduleRound(0);
   }
