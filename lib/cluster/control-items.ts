@@ -32,6 +32,9 @@ export const ControlKeys = {
   ackPrefix,
   request: (requestId: string): string => `request#${requestId}`,
   requestPrefix: 'request#',
+  /** A worker's heartbeat (`WorkerHeartbeatItem`), so that a worker holding no lease still counts as live. */
+  worker: (workerId: string): string => `worker#${workerId}`,
+  workerPrefix: 'worker#',
 } as const;
 
 function ackPrefix(checkpointId: number): string {
@@ -108,6 +111,18 @@ export interface LeaseItem {
   readonly counter: number;
   /** Set by a worker that wants the slot: the owner stops the slot at a checkpoint and hands it over. */
   readonly pendingOwner?: string;
+}
+
+/**
+ * `worker#<id>`: a worker's heartbeat, +1 every lease-keeper round. Balancing divides the slots among the live
+ * workers; the Kinesis Client Library counts lease owners only, so a worker that holds no lease yet would never get
+ * one. It expires as a lease does: its counter has not moved for `leaseDurationMs` on the reader's clock.
+ */
+export interface WorkerHeartbeatItem {
+  readonly workerId: string;
+  readonly counter: number;
+  /** The worker's own clock (ms) at its latest beat: for people reading the table, never for expiry decisions. */
+  readonly at: number;
 }
 
 /** The checkpoint the coordinator asked for: workers inject its barrier at their sources and exchange receivers. */
