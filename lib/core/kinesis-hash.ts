@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import type { Key, KeyGroupRange } from './key-group.ts';
+import { md5Words } from './md5.ts';
 
 /**
  * Key groups from Kinesis hash keys. Kinesis places a record in the shard whose hash-key range contains
@@ -14,11 +14,69 @@ const TWO_POW_128 = 1n << 128n;
 /** Hash keys are 0 .. 2^128 - 1, as Kinesis writes them (decimal strings). */
 export const MAX_HASH_KEY = TWO_POW_128 - 1n;
 
+const state = new Int32Array(4);
+
+/**
+ * The hash key of `partitionKey` as four unsigned 32-bit words, most significant first, written to `out`: MD5
+ * (whose digest bytes are its state words in little-endian order) read as a big-endian 128-bit number.
+ */
+export function kinesisHashWords(partitionKey: string, out: Uint32Array): void {
+  md5Words(partitionKey, state);
+  for (let i = 0; i < 4; i++) {
+    const w = state[i] as number;
+    out[i] = (((w & 0xff) << 24) | ((w & 0xff00) << 8) | ((w >>> 8) & 0xff00) | (w >>> 24)) >>> 0;
+  }
+}
+
+/** A hash key as four 32-bit words, most significant first. */
+export function hashKeyWords(hashKey: bigint): Uint32Array {
+  const out = new Uint32Array(4);
+  for (let i = 0; i < 4; i++) out[i] = Number((hashKey >> BigInt(96 - 32 * i)) & 0xffffffffn);
+  return out;
+}
+
+/** Compares two hash keys given as words: negative, 0 or positive. */
+export function compareHashWords(a: Uint32Array, b: Uint32Array): number {
+  for (let i = 0; i < 4; i++) {
+    const d = (a[i] as number) - (b[i] as number);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+const scratch = new Uint32Array(4);
+
 /** The Kinesis hash key of a partition key: MD5 over its UTF-8 bytes, as an unsigned 128-bit number. */
 export function kinesisHashKey(partitionKey: string): bigint {
-  const digest = createHash('md5').update(partitionKey, 'utf8').digest();
-  return (digest.readBigUInt64BE(0) << 64n) | digest.readBigUInt64BE(8);
+  kinesisHashWords(partitionKey, scratch);
+  let h = 0n;
+  for (let i = 0; i < 4; i++) h = (h << 32n) | BigInt(scratch[i] as number);
+  return h;
 }
+
+const TWO_POW_32 = 4294967296;
+
+/**
+ * floor(h * M / 2^128) for a hash key h given as words (kinesisHashWords), without BigInt (the hot path): h is four 32-bit words w0..w3 (big-endian),
+ * and the quotient is carried from the lowest word up, q_i = floor((w_i * M + q_{i+1}) / 2^32), which is exact
+ * because every w_i * M + q stays below 2^53 for M <= 2^20 (MAX_MAX_PARALLELISM is 2^15).
+ */
+export function keyGroupOfHashWords(w: Uint32Array, maxParallelism: number): number {
+  const m = maxParallelism;
+  const q3 = Math.floor(((w[3] as number) * m) / TWO_POW_32);
+  const q2 = Math.floor(((w[2] as number) * m + q3) / TWO_POW_32);
+  const q1 = Math.floor(((w[1] as number) * m + q2) / TWO_POW_32);
+  return Math.floor(((w[0] as number) * m + q1) / TWO_POW_32);
+}
+
+/**
+ * Recent keys' key groups: keyed operators look a key up once per record (routing, state, the aligned source's
+ * filter), and MD5 costs about a microsecond where a Map lookup costs tens of nanoseconds. Bounded: cleared when
+ * full. Valid for one maxParallelism at a time (cleared when it changes).
+ */
+const CACHE_MAX_KEYS = 16384;
+const cache = new Map<string, number>();
+let cachedFor = 0;
 
 /** The key group that a hash key lies in. */
 export function keyGroupOfHashKey(hashKey: bigint, maxParallelism: number): number {
@@ -30,7 +88,19 @@ export function keyGroupOfHashKey(hashKey: bigint, maxParallelism: number): numb
  * (String(key)), which is what a producer that writes the number as the partition key sends.
  */
 export function kinesisKeyGroupOf(key: Key, maxParallelism: number): number {
-  return keyGroupOfHashKey(kinesisHashKey(typeof key === 'string' ? key : String(key)), maxParallelism);
+  const text = typeof key === 'string' ? key : String(key);
+  if (cachedFor !== maxParallelism) {
+    cache.clear();
+    cachedFor = maxParallelism;
+  }
+  let keyGroup = cache.get(text);
+  if (keyGroup === undefined) {
+    kinesisHashWords(text, scratch);
+    keyGroup = keyGroupOfHashWords(scratch, maxParallelism);
+    if (cache.size >= CACHE_MAX_KEYS) cache.clear();
+    cache.set(text, keyGroup);
+  }
+  return keyGroup;
 }
 
 /** First hash key of key group `keyGroup`: the smallest h with floor(h * M / 2^128) >= keyGroup. */

@@ -6,6 +6,9 @@ import {
   hashKeyRangeStringsOfKeyGroups,
   keyGroupFunction,
   keyGroupOf,
+  keyGroupOfHashWords,
+  hashKeyWords,
+  compareHashWords,
   keyGroupOfHashKey,
   keyGroupRangeForSubtask,
   keyGroupsOfHashKeyRange,
@@ -80,6 +83,30 @@ describe('kinesis-hash key groups', () => {
       const h = kinesisHashKey(key);
       expect(h >= first && h <= last).toBe(true);
     }
+  });
+
+  it('the fast path (32-bit words, no BigInt) equals the exact BigInt formula, at key-group boundaries too', () => {
+    for (const m of [1, 3, 7, 100, 128, 1000, 32768]) {
+      const probes: bigint[] = [0n, MAX_HASH_KEY];
+      for (const kg of [1, Math.floor(m / 3), Math.floor(m / 2), m - 1]) {
+        if (kg <= 0 || kg >= m) continue;
+        const { first } = hashKeyRangeOfKeyGroups({ start: kg, end: kg }, m);
+        probes.push(first - 1n, first, first + 1n);
+      }
+      for (const h of probes) expect(keyGroupOfHashWords(hashKeyWords(h), m), `h=${h} m=${m}`).toBe(keyGroupOfHashKey(h, m));
+      for (let i = 0; i < 3000; i++) {
+        const key = `${m}-${i}`;
+        expect(kinesisKeyGroupOf(key, m)).toBe(keyGroupOfHashKey(kinesisHashKey(key), m));
+      }
+    }
+    // Cached answers stay right when maxParallelism changes between calls.
+    expect(kinesisKeyGroupOf('x', 7)).toBe(keyGroupOfHashKey(kinesisHashKey('x'), 7));
+    expect(kinesisKeyGroupOf('x', 1000)).toBe(keyGroupOfHashKey(kinesisHashKey('x'), 1000));
+  });
+
+  it('compares hash keys as words like the numbers they are', () => {
+    const values = [0n, 1n, 0xffffffffn, 1n << 32n, (1n << 96n) + 5n, MAX_HASH_KEY - 1n, MAX_HASH_KEY];
+    for (const a of values) for (const b of values) expect(Math.sign(compareHashWords(hashKeyWords(a), hashKeyWords(b)))).toBe(a < b ? -1 : a > b ? 1 : 0);
   });
 
   it('keyGroupFunction picks the hash; murmur stays the default', () => {
