@@ -190,6 +190,8 @@ export function kinesisSource<T = unknown>(options: KinesisSourceOptions<T>): Ki
     concurrentSplits: true,
     // Shards lag the tip by different amounts (a resharded parent, a slow fetch): aligned, one far ahead waits.
     alignsWatermarks: true,
+    // A cluster slot can read exactly its kinesis-hash key groups (SourceReaderContext.alignedKeyGroups).
+    supportsKeyGroupAlignment: true,
     async createSplits(): Promise<KinesisShardSplit[]> {
       const lease = acquireKinesisApi(options);
       try {
@@ -234,6 +236,7 @@ export function kinesisSource<T = unknown>(options: KinesisSourceOptions<T>): Ki
         retry: opts.retry,
         discoveryIntervalMs: opts.discoveryIntervalMs,
         stopWhenIdleMs: opts.stopWhenIdleMs,
+        start: opts.start,
         log: opts.log,
         release: async () => {
           try {
