@@ -123,7 +123,9 @@ describe('aligned Kinesis source reading', () => {
     await putRecords(kinesis.client, stream, numberedEvents(1200, 97, 'acct-', next));
     const src = source(stream);
     expect(src.supportsKeyGroupAlignment).toBe(true);
-    const readers = Array.from({ length: slots }, (_, s) => src.createReader([], slotContext(s, slots)));
+    // Slot 0 starts from the source's whole-shard splits (cut to its key groups), the others from nothing (they list).
+    const whole = await src.createSplits({ parallelism: slots });
+    const readers = Array.from({ length: slots }, (_, s) => src.createReader(s === 0 ? whole : [], slotContext(s, slots)));
     const logs = readers.map(newLog);
     try {
       await pollAll(readers, logs, () => total(logs) >= 1200, 'all records');
