@@ -188,6 +188,40 @@ describe('aligned Kinesis source reading', () => {
     }
   });
 
+  it('restores the sub-splits of 2 slots into 3 slots (another parallelism): every record once, each slot its own', async () => {
+    const stream = await kinesis.newStream('aligned-rescale', 4);
+    const next = new Map<string, number>();
+    await putRecords(kinesis.client, stream, numberedEvents(500, 53, 'acct-', next));
+    const src = source(stream);
+    const before = [0, 1].map((s) => src.createReader([], slotContext(s, 2)));
+    const logs = before.map(newLog);
+    await pollAll(before, logs, () => total(logs) >= 500, 'the first records');
+    // Unread records at the checkpoint: the new slots must pick them up from the old positions.
+    const old = before.flatMap((r) => r.currentSplits(3));
+    await Promise.all(before.map((r) => r.close()));
+    await putRecords(kinesis.client, stream, numberedEvents(700, 53, 'acct-', next));
+    // Every new slot is given every old sub-split; each keeps the parts of its own key groups.
+    const after = [0, 1, 2].map((s) => src.createReader(structuredClone(old), slotContext(s, 3)));
+    const afterLogs = after.map(newLog);
+    try {
+      await pollAll(after, afterLogs, () => total(afterLogs) >= 700, 'the records after the checkpoint');
+      const until = Date.now() + 500;
+      await pollAll(after, afterLogs, () => Date.now() > until, 'quiet');
+      expect(total(afterLogs)).toBe(700);
+      const byKey = new Map<string, number[]>();
+      for (const { e } of [...logs, ...afterLogs].flatMap((l) => l.values)) byKey.set(e.k, [...(byKey.get(e.k) ?? []), e.n]);
+      for (const [k, count] of next) expect(byKey.get(k), k).toEqual(Array.from({ length: count }, (_, i) => i));
+      afterLogs.forEach((log, s) => {
+        const range = keyGroupRangeForSubtask(s, 3, M);
+        for (const { e } of log.values) expect(kinesisKeyGroupOf(e.k, M)).toSatisfy((kg: number) => kg >= range.start && kg <= range.end);
+      });
+      // Slot 1 (43..85) holds two parts of shard 1 (from old slot 0: 43..63) and of shard 2 (old slot 1: 64..85).
+      expect(after[1]!.currentSplits().map((sp) => sp.id).sort()).toEqual([`${shard(1)}@kg43-63`, `${shard(2)}@kg64-85`]);
+    } finally {
+      await Promise.all(after.map((r) => r.close()));
+    }
+  });
+
   it('follows SplitShard at a hash not aligned to slots and MergeShards mid-run: every record once, children after their parents', async () => {
     const slots = 3;
     const stream = await kinesis.newStream('aligned-reshard', 4);

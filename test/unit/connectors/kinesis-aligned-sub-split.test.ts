@@ -28,6 +28,14 @@ describe('aligned sub-splits', () => {
     expect(alignedSubSplit(shard, { start: 0, end: 42, maxParallelism: M })!.keyGroups).toEqual({ start: 40, end: 42 });
     expect(alignedSubSplit(shard, { start: 86, end: 127, maxParallelism: M })).toBeUndefined();
     expect(alignedSubSplit(sub, { start: 43, end: 85, maxParallelism: M })).toBe(sub);
+    // A sub-split of another slot layout (a restore at another parallelism) is cut to this slot, position kept.
+    expect(alignedSubSplit(sub, { start: 0, end: 63, maxParallelism: M })).toMatchObject({
+      id: 'shardId-000000000007@kg43-63',
+      shardId: 'shardId-000000000007',
+      keyGroups: { start: 43, end: 63 },
+      position: shard.position,
+    });
+    expect(alignedSubSplit(sub, { start: 71, end: 127, maxParallelism: M })).toBeUndefined();
     expect(shardIdOf(sub)).toBe('shardId-000000000007');
     expect(shardIdOf(shard)).toBe('shardId-000000000007');
   });

@@ -35,16 +35,19 @@ function shardKeyGroups(split: KinesisShardSplit, maxParallelism: number): KeyGr
 }
 
 /**
- * The slot's sub-split of a shard (given as a whole-shard split, its position kept), or undefined when the shard
- * holds none of the slot's key groups. A split that already is a sub-split is returned as it is.
+ * The slot's part of a split, its position kept: a whole shard, or a sub-split of a slot of another layout (a
+ * restore at another parallelism), cut to the key groups that are the slot's; undefined when none is. A sub-split
+ * of this slot is returned as it is. Cutting never skips a record: a record of the slot's key groups lies after the
+ * split's position in the shard, whichever slot's part the split was.
  */
 export function alignedSubSplit(split: KinesisShardSplit, slot: AlignedKeyGroups): KinesisShardSplit | undefined {
-  if (split.keyGroups !== undefined) return split;
-  const shard = shardKeyGroups(split, slot.maxParallelism);
-  const start = Math.max(shard.start, slot.start);
-  const end = Math.min(shard.end, slot.end);
+  const shardId = shardIdOf(split);
+  const from = split.keyGroups ?? shardKeyGroups(split, slot.maxParallelism);
+  const start = Math.max(from.start, slot.start);
+  const end = Math.min(from.end, slot.end);
   if (start > end) return undefined;
-  return { ...split, id: `${split.id}@kg${start}-${end}`, shardId: split.id, keyGroups: { start, end } };
+  if (split.keyGroups !== undefined && start === split.keyGroups.start && end === split.keyGroups.end) return split;
+  return { ...split, id: `${shardId}@kg${start}-${end}`, shardId, keyGroups: { start, end } };
 }
 
 /**

@@ -115,8 +115,11 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
   };
   /** By split id. */
   private readonly shards = new Map<string, ShardState<T>>();
-  /** By shard id: a reader has at most one split per shard (aligned: one sub-split per shard and slot). */
-  private readonly byShard = new Map<string, ShardState<T>>();
+  /**
+   * By shard id. Unaligned: split id = shard id, so `shards` serves. Aligned: a slot's sub-splits of a shard, usually
+   * one; several after a restore into another slot layout (each old slot's part, cut to this slot, keeps its position).
+   */
+  private readonly byShard = new Map<string, ShardState<T>[]>();
   /** Set when a cluster slot reads its kinesis-hash key groups (SourceReaderContext.alignedKeyGroups). */
   private readonly aligned: AlignedKeyGroups | undefined;
   /**
@@ -267,7 +270,9 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
       ordinal: 0,
     };
     this.shards.set(split.id, state);
-    this.byShard.set(state.shardId, state);
+    const same = this.byShard.get(state.shardId);
+    if (same === undefined) this.byShard.set(state.shardId, [state]);
+    else same.push(state);
     this.order.push(state);
     return state;
   }
@@ -347,7 +352,7 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
     const parent = shard.split.parentShardId;
     if (parent !== undefined) {
       // A first parent always has this shard's owner; absent from this reader, it has expired.
-      const p = this.byShard.get(parent);
+      const p = this.shards.get(parent);
       if (p !== undefined && !p.finished) return false;
     }
     const adjacent = shard.split.adjacentParentShardId;
@@ -364,15 +369,15 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
   private alignedReady(shard: ShardState<T>): boolean {
     for (const parent of [shard.split.parentShardId, shard.split.adjacentParentShardId]) {
       if (parent === undefined) continue;
-      const p = this.byShard.get(parent);
-      if (p !== undefined && !p.finished) return false;
+      const parts = this.byShard.get(parent);
+      if (parts !== undefined && parts.some((p) => !p.finished)) return false;
     }
     shard.ready = true;
     return true;
   }
 
   private adjacentFinished(shardId: string): boolean {
-    const local = this.byShard.get(shardId);
+    const local = this.shards.get(shardId);
     if (local !== undefined) return local.finished;
     if (this.finishedElsewhere.has(shardId)) return true;
     if (this.listed !== undefined && !this.listed.has(shardId)) return true; // expired: nothing left to wait for
@@ -520,7 +525,9 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
     if (expired.length > 0) {
       for (const s of expired) {
         this.shards.delete(s.split.id);
-        this.byShard.delete(s.shardId);
+        const left = this.byShard.get(s.shardId)?.filter((p) => p !== s) ?? [];
+        if (left.length === 0) this.byShard.delete(s.shardId);
+        else this.byShard.set(s.shardId, left);
       }
       this.order = this.order.filter((s) => !expired.includes(s));
     }
