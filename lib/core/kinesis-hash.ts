@@ -70,9 +70,10 @@ export function keyGroupOfHashWords(w: Uint32Array, maxParallelism: number): num
 }
 
 /**
- * Recent keys' key groups: keyed operators look a key up once per record (routing, state, the aligned source's
- * filter), and MD5 costs about a microsecond where a Map lookup costs tens of nanoseconds. Bounded: cleared when
- * full. Valid for one maxParallelism at a time (cleared when it changes).
+ * Recent keys' key groups: a keyed operator looks its key up once per record for routing and again for keyed
+ * state, and MD5 costs about a microsecond on a loaded machine where a Map lookup costs tens of nanoseconds. Bounded:
+ * cleared when full (a direct-mapped array was tried: faster for keys that never repeat, slower for ones that do,
+ * through slot collisions). Valid for one maxParallelism at a time (cleared when it changes).
  */
 const CACHE_MAX_KEYS = 16384;
 const cache = new Map<string, number>();
