@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { collectSink, ConfigError, StreamEnvironment } from '../../../lib/index.ts';
+import { collectSink, ConfigError, StreamEnvironment, TumblingEventTimeWindows } from '../../../lib/index.ts';
 import { keyGroupOf, kinesisKeyGroupOf, subtaskForKeyGroup, type StreamElement } from '../../../lib/core/index.ts';
 import { buildPhysicalPlan } from '../../../lib/graph/physical-plan.ts';
 import { operatorStateRecords } from '../../../lib/graph/operator-records.ts';
@@ -52,6 +52,20 @@ describe("keyBy(f, { keyGroups: 'kinesis-hash' })", () => {
     const env = new StreamEnvironment({ parallelism: 2 });
     const s = env.fromCollection<Event>([]);
     s.connect(s).keyBy((e) => e.k, (e) => e.k, { keyGroups: 'kinesis-hash' }).process({ processElement1() {}, processElement2() {} }).sinkTo(collectSink());
+    const p = buildPhysicalPlan(env.graph, env.options);
+    const hashes = p.edges.filter((e) => e.partitioner.kind === 'hash').map((e) => (e.partitioner as { keyGroupHash?: string }).keyGroupHash);
+    expect(hashes).toEqual(['kinesis-hash', 'kinesis-hash']);
+  });
+
+  it('window joins pass the option to both inputs (interval and regular joins take keyed streams as they are)', () => {
+    const env = new StreamEnvironment({ parallelism: 2 });
+    const s = env.fromCollection<Event>([]);
+    s.join(s)
+      .where((e) => e.k, { keyGroups: 'kinesis-hash' })
+      .equalTo((e) => e.k)
+      .window(TumblingEventTimeWindows.of(1000))
+      .apply((a, b) => a.v + b.v)
+      .sinkTo(collectSink());
     const p = buildPhysicalPlan(env.graph, env.options);
     const hashes = p.edges.filter((e) => e.partitioner.kind === 'hash').map((e) => (e.partitioner as { keyGroupHash?: string }).keyGroupHash);
     expect(hashes).toEqual(['kinesis-hash', 'kinesis-hash']);
