@@ -129,9 +129,11 @@ describe('aligned Kinesis source reading', () => {
     const logs = readers.map(newLog);
     try {
       await pollAll(readers, logs, () => total(logs) >= 1200, 'all records');
-      // A little longer: nothing more may come.
+      // A little longer (nothing more may come), until every sub-split has been found at the tip: idleness is per
+      // sub-split, as per shard.
       const until = Date.now() + 500;
-      await pollAll(readers, logs, () => Date.now() > until, 'quiet');
+      const caughtUp = () => readers.every((r) => r.currentSplits().every((sp) => r.caughtUp!(sp.id)));
+      await pollAll(readers, logs, () => Date.now() > until && caughtUp(), 'quiet and caught up');
       expectExactlyOnceAligned(logs, slots, next);
       readers.forEach((reader, s) => {
         const range = keyGroupRangeForSubtask(s, slots, M);
