@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { _Record } from '@aws-sdk/client-kinesis';
 import { describe, expect, it } from 'vitest';
 import { hashKeyRangeOfKeyGroups, kinesisKeyGroupOf, MAX_HASH_KEY } from '../../../lib/core/index.ts';
-import { alignedRecordFilter, alignedSubSplit, shardIdOf } from '../../../lib/connectors/aws/kinesis/aligned-sub-split.ts';
+import { alignedRecordFilter, alignedSubSplit, checkAlignedKeyGroups, shardIdOf } from '../../../lib/connectors/aws/kinesis/aligned-sub-split.ts';
 import type { KinesisShardSplit } from '../../../lib/connectors/aws/kinesis/shard-split.ts';
 import { decodeRecords } from '../../../lib/connectors/aws/kinesis/record-decoder.ts';
 
@@ -64,6 +64,14 @@ describe('aligned sub-splits', () => {
     }
     expect(inShard).toBeGreaterThan(100);
     expect(foreign).toBeGreaterThan(100);
+  });
+
+  it('refuses a slot range that is not one of maxParallelism\'s key groups', () => {
+    expect(() => checkAlignedKeyGroups({ start: 0, end: 127, maxParallelism: M }, 'src')).not.toThrow();
+    expect(() => checkAlignedKeyGroups(undefined, 'src')).not.toThrow();
+    for (const bad of [{ start: 5, end: 2 }, { start: -1, end: 3 }, { start: 0, end: 128 }, { start: 0.5, end: 3 }]) {
+      expect(() => checkAlignedKeyGroups({ ...bad, maxParallelism: M }, 'kinesis source "s"')).toThrow(/kinesis source "s": alignedKeyGroups/);
+    }
   });
 
   it('decodes only kept records, dead-letters foreign ones, and still ends at the fetch\'s last sequence number', () => {

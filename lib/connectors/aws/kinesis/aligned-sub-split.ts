@@ -1,5 +1,6 @@
 import type { _Record } from '@aws-sdk/client-kinesis';
 import {
+  ConfigError,
   compareHashWords,
   hashKeyWords,
   keyGroupOfHashKey,
@@ -20,6 +21,16 @@ import type { KinesisShardSplit } from './shard-split.ts';
 
 /** The slot's key groups, as SourceReaderContext.alignedKeyGroups gives them. */
 export type AlignedKeyGroups = NonNullable<SourceReaderContext['alignedKeyGroups']>;
+
+/** Refuses a slot range that is not a non-empty range of key groups of its maxParallelism (ConfigError). */
+export function checkAlignedKeyGroups(slot: AlignedKeyGroups | undefined, source: string): void {
+  if (slot === undefined) return;
+  const { start, end, maxParallelism: m } = slot;
+  const ok = Number.isSafeInteger(m) && m >= 1 && Number.isSafeInteger(start) && Number.isSafeInteger(end) && start >= 0 && start <= end && end < m;
+  if (!ok) {
+    throw new ConfigError(`${source}: alignedKeyGroups [${start}, ${end}] is not a key-group range of maxParallelism ${m}`);
+  }
+}
 
 /** The shard an (aligned or whole-shard) split reads. */
 export function shardIdOf(split: KinesisShardSplit): string {
