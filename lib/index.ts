@@ -9,6 +9,7 @@ export {
   MAX_WATERMARK,
   MIN_WATERMARK,
   keyGroupOf,
+  kinesisKeyGroupOf,
   systemClock,
   ManualClock,
   InvalidTimestampError,
@@ -18,10 +19,11 @@ export {
   isValidTimestamp,
   invalidTimestampReason,
 } from './core/index.ts';
-export type { Key, RecordBatch, RecordOrigin, Clock } from './core/index.ts';
+export type { Key, KeyGroupHash, RecordBatch, RecordOrigin, Clock } from './core/index.ts';
 
 export { StreamEnvironment } from './api/environment.ts';
 export { DataStream, KeyedStream, WindowedStream, ConnectedStreams, KeyedConnectedStreams, DataStreamSink } from './api/streams.ts';
+export type { KeyByOptions } from './api/streams.ts';
 export { JoinedStreams, JoinWhere, JoinEqualTo, WindowJoin, IntervalJoin, IntervalJoined, RegularJoin } from './api/joins.ts';
 export type {
   JoinFunction,

@@ -12,7 +12,7 @@ import type {
   ProcessWindowJoinFunction,
   RetentionTimeDomain,
 } from '../contracts/join-functions.ts';
-import type { DataStream, KeyedStream } from './streams.ts';
+import type { DataStream, KeyByOptions, KeyedStream } from './streams.ts';
 import { windowMeaning } from './state-meaning.ts';
 
 type AnyOperator = Operator<unknown, unknown>;
@@ -32,9 +32,9 @@ export class JoinedStreams<T1, T2> {
     readonly second: DataStream<T2>,
   ) {}
 
-  /** The key of the first input. */
-  where<K extends Key>(keySelector: KeySelector<T1, K>): JoinWhere<T1, T2, K> {
-    return new JoinWhere(this.first, this.second, keySelector);
+  /** The key of the first input. `options` (keyBy's, e.g. `{ keyGroups: 'kinesis-hash' }`) apply to both inputs. */
+  where<K extends Key>(keySelector: KeySelector<T1, K>, options?: KeyByOptions): JoinWhere<T1, T2, K> {
+    return new JoinWhere(this.first, this.second, keySelector, options);
   }
 }
 
@@ -43,11 +43,12 @@ export class JoinWhere<T1, T2, K extends Key> {
     private readonly first: DataStream<T1>,
     private readonly second: DataStream<T2>,
     private readonly firstKey: KeySelector<T1, K>,
+    private readonly options: KeyByOptions | undefined,
   ) {}
 
   /** The key of the second input: records join when their keys are equal (same type and value). */
   equalTo(keySelector: KeySelector<T2, K>): JoinEqualTo<T1, T2, K> {
-    return new JoinEqualTo(this.first.keyBy(this.firstKey), this.second.keyBy(keySelector));
+    return new JoinEqualTo(this.first.keyBy(this.firstKey, this.options), this.second.keyBy(keySelector, this.options));
   }
 }
 

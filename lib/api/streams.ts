@@ -1,4 +1,4 @@
-import { ConfigError, type Key, type OutputTag } from '../core/index.ts';
+import { ConfigError, type Key, type KeyGroupHash, type OutputTag } from '../core/index.ts';
 import type { LogicalEdge, PartitionerSpec } from '../graph/logical-graph.ts';
 import type { Operator } from '../operators/operator.ts';
 import type { Sink } from '../connectors/sink.ts';
@@ -89,9 +89,13 @@ export class DataStream<T> {
     return this.addOperator(name, () => new TimestampsAndWatermarksOperator(name, strategy) as AnyOperator, [this.edge()]);
   }
 
-  /** Partitions by key: records with the same key reach the same subtask, which holds that key's state. */
-  keyBy<K extends Key>(keySelector: KeySelector<T, K>): KeyedStream<T, K> {
-    return new KeyedStream<T, K>(this, keySelector);
+  /**
+   * Partitions by key: records with the same key reach the same subtask, which holds that key's state.
+   * `{ keyGroups: 'kinesis-hash' }`: the key is the record's Kinesis partition key, and key groups come from its MD5
+   * hash key as Kinesis assigns shards, so a cluster slot reading its hash range needs no shuffle (docs/cluster.md).
+   */
+  keyBy<K extends Key>(keySelector: KeySelector<T, K>, options?: KeyByOptions): KeyedStream<T, K> {
+    return new KeyedStream<T, K>(this, keySelector, compileKeyByOptions(options));
   }
 
   /** Merges streams of the same type. */
@@ -221,15 +225,40 @@ function checkStateVersion(version: number): number {
 }
 
 /** A stream partitioned by key: operators on it have keyed state and timers. */
+/** Options of `keyBy`. */
+export interface KeyByOptions {
+  /**
+   * How a key maps to its key group. `'kinesis-hash'`: floor(MD5(UTF-8 key) x maxParallelism / 2^128), the key read
+   * as a Kinesis partition key (numbers as their decimal text), so key groups line up with shard hash-key ranges.
+   * Used for routing, keyed state and timers of the keyed operator alike, and part of the plan fingerprint: a
+   * checkpoint taken with one hash cannot be restored into a job with the other. @default 'murmur'
+   */
+  readonly keyGroups?: KeyGroupHash;
+}
+
+function compileKeyByOptions(options: KeyByOptions | undefined): KeyGroupHash {
+  const hash = options?.keyGroups ?? 'murmur';
+  if (hash !== 'murmur' && hash !== 'kinesis-hash') {
+    throw new ConfigError(`keyBy: keyGroups must be 'murmur' or 'kinesis-hash', got ${JSON.stringify(hash)}`);
+  }
+  return hash;
+}
+
 export class KeyedStream<T, K extends Key> {
   constructor(
     readonly input: DataStream<T>,
     readonly keySelector: KeySelector<T, K>,
+    /** How keys map to key groups. @default 'murmur' */
+    readonly keyGroupHash: KeyGroupHash = 'murmur',
   ) {}
 
   /** @internal */
   edge(inputIndex = 0): LogicalEdge {
-    return this.input.edge(inputIndex, { kind: 'hash', keySelector: this.keySelector as (v: unknown) => Key });
+    const keySelector = this.keySelector as (v: unknown) => Key;
+    // murmur edges stay exactly as before (no field), so existing plans keep their fingerprints.
+    const partitioner: PartitionerSpec =
+      this.keyGroupHash === 'murmur' ? { kind: 'hash', keySelector } : { kind: 'hash', keySelector, keyGroupHash: this.keyGroupHash };
+    return this.input.edge(inputIndex, partitioner);
   }
 
   /** @internal */
@@ -371,9 +400,9 @@ export class ConnectedStreams<T1, T2> {
     return new DataStream<R>(this.first.env, node.id, undefined, undefined);
   }
 
-  /** Keys both inputs; the key types must match. */
-  keyBy<K extends Key>(key1: KeySelector<T1, K>, key2: KeySelector<T2, K>): KeyedConnectedStreams<T1, T2, K> {
-    return new KeyedConnectedStreams(this.first.keyBy(key1), this.second.keyBy(key2));
+  /** Keys both inputs; the key types must match. `options` apply to both (see DataStream.keyBy). */
+  keyBy<K extends Key>(key1: KeySelector<T1, K>, key2: KeySelector<T2, K>, options?: KeyByOptions): KeyedConnectedStreams<T1, T2, K> {
+    return new KeyedConnectedStreams(this.first.keyBy(key1, options), this.second.keyBy(key2, options));
   }
 }
 

@@ -85,6 +85,7 @@ const LABELS: Readonly<Record<string, string>> = {
   lowerBoundMs: 'lower bound',
   upperBoundMs: 'upper bound',
   stateVersion: 'state version (stateVersion)',
+  keyGroups: "key-group hash (keyBy's keyGroups)",
 };
 
 /** `window size 10000 ms in the checkpoint, 20000 ms in the job`, one per property that differs. */
@@ -96,7 +97,7 @@ export function meaningDifferences(before: StateMeaning, now: StateMeaning): str
 }
 
 function show(key: string, value: string | number | undefined): string {
-  if (value === undefined) return 'unset';
+  if (value === undefined) return key === 'keyGroups' ? 'murmur' : 'unset';
   if (typeof value === 'number' && key.endsWith('Ms')) return `${value} ms`;
   return String(value);
 }

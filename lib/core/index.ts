@@ -6,3 +6,5 @@ export * from './elements.ts';
 export * from './key-group.ts';
 export * from './key-validation.ts';
 export * from './output-tag.ts';
+export * from './kinesis-hash.ts';
+export * from './key-group-hash.ts';

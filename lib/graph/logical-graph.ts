@@ -1,4 +1,4 @@
-import { ConfigError, type Key } from '../core/index.ts';
+import { ConfigError, type Key, type KeyGroupHash } from '../core/index.ts';
 import type { Operator } from '../operators/operator.ts';
 import type { Source } from '../connectors/source.ts';
 import type { Sink } from '../connectors/sink.ts';
@@ -33,6 +33,26 @@ export interface LogicalEdge {
   readonly partitioner: PartitionerSpec | undefined;
   /** 0, or 1 for the second input of a two-input operator. */
   readonly inputIndex: number;
+}
+
+/**
+ * The key-group hash a keyed node's state uses: the one of its hash input edges (murmur without any). Inputs that
+ * disagree are a ConfigError naming the node: one operator's state has one key-group function.
+ */
+export function keyGroupHashOf(node: { readonly name: string; readonly inputs: readonly LogicalEdge[] }): KeyGroupHash {
+  let found: KeyGroupHash | undefined;
+  for (const edge of node.inputs) {
+    const p = edge.partitioner;
+    if (p?.kind !== 'hash') continue;
+    const hash = p.keyGroupHash ?? 'murmur';
+    if (found !== undefined && found !== hash) {
+      throw new ConfigError(
+        `operator "${node.name}" has keyed inputs with different key-group hashes (${found} and ${hash}): key both inputs with the same keyBy option keyGroups`,
+      );
+    }
+    found = hash;
+  }
+  return found ?? 'murmur';
 }
 
 interface NodeBase {

@@ -1,6 +1,6 @@
 import { ConfigError } from '../core/index.ts';
 import type { CompiledJobOptions } from '../contracts/job-options.ts';
-import type { LogicalGraph, LogicalNode, OperatorNode, PartitionerSpec, SourceNode } from './logical-graph.ts';
+import { keyGroupHashOf, type LogicalGraph, type LogicalNode, type OperatorNode, type PartitionerSpec, type SourceNode } from './logical-graph.ts';
 
 /** A network edge between two vertices, with its partitioner resolved. */
 export interface PhysicalEdge {
@@ -66,6 +66,7 @@ export function buildPhysicalPlan(graph: LogicalGraph, options: CompiledJobOptio
       continue;
     }
     if (node.inputs.length === 0) throw new ConfigError(`operator "${node.name}" has no input`);
+    if (node.keyed) keyGroupHashOf(node); // inputs keyed by different hashes are refused here, at build time
     const resolved = node.inputs.map((edge) => {
       const fromP = parallelism[edge.from] as number;
       const fromName = graph.node(edge.from).name;
@@ -123,7 +124,13 @@ export function buildPhysicalPlan(graph: LogicalGraph, options: CompiledJobOptio
   const fingerprint = JSON.stringify({
     maxParallelism: options.maxParallelism,
     vertices: built.map((v) => [v.name, v.parallelism]),
-    edges: edges.map((e) => [e.fromNode, e.sideTag ?? null, e.toVertex, e.inputIndex, e.partitioner.kind]),
+    edges: edges.map((e) => [e.fromNode, e.sideTag ?? null, e.toVertex, e.inputIndex, partitionerFingerprint(e.partitioner)]),
   });
   return { vertices: built, edges, maxParallelism: options.maxParallelism, fingerprint };
+}
+
+/** An edge's partitioning in the fingerprint: its kind, and a hash edge's key-group hash unless it is murmur (so
+ * existing plans keep their fingerprints). */
+function partitionerFingerprint(p: PartitionerSpec): string {
+  return p.kind === 'hash' && p.keyGroupHash !== undefined && p.keyGroupHash !== 'murmur' ? `hash:${p.keyGroupHash}` : p.kind;
 }

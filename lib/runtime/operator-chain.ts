@@ -1,5 +1,7 @@
 import {
+  keyGroupFunction,
   keyGroupRangeForSubtask,
+  type KeyGroupFunction,
   type Clock,
   type ControlElement,
   type KeyGroupRange,
@@ -7,7 +9,7 @@ import {
   type RecordBatch,
   type FencingToken,
 } from '../core/index.ts';
-import type { OperatorNode } from '../graph/logical-graph.ts';
+import { keyGroupHashOf, type OperatorNode } from '../graph/logical-graph.ts';
 import type { Operator, OperatorContext } from '../operators/operator.ts';
 import type { IdleAwareOutput } from '../operators/output.ts';
 import type { InternalTimerService, TimerKeyGroupSnapshot } from '../state/timers/timer-service.ts';
@@ -27,9 +29,10 @@ export interface KeyedStateScope {
 
 /** What a chain needs from its composition root: which state backend and timer service keyed operators get. */
 export interface KeyedServices {
-  createKeyedState(range: KeyGroupRange, maxParallelism: number, scope: KeyedStateScope): KeyedStateBackend;
+  /** `keyGroupOf`: the operator's key-group function (its keyed edge's hash); undefined means murmur. */
+  createKeyedState(range: KeyGroupRange, maxParallelism: number, scope: KeyedStateScope, keyGroupOf?: KeyGroupFunction): KeyedStateBackend;
   /** The timer service of a keyed operator; a backend that keeps timers as keyed state (RocksDB) provides it. */
-  createTimerService(maxParallelism: number, keyedState: KeyedStateBackend): InternalTimerService;
+  createTimerService(maxParallelism: number, keyedState: KeyedStateBackend, keyGroupOf?: KeyGroupFunction): InternalTimerService;
 }
 
 /** Network writers of one logical node: its main output and each side output. */
@@ -113,19 +116,23 @@ export class OperatorChain {
     const range = keyGroupRangeForSubtask(setup.subtask, setup.parallelism, setup.maxParallelism);
     for (let i = setup.chain.length - 1; i >= 0; i--) {
       const node = setup.chain[i]!;
+      // Murmur operators pass no function at all, so their backends run exactly as before.
+      const hash = node.keyed ? keyGroupHashOf(node) : undefined;
+      const keyGroupOf = hash === 'kinesis-hash' ? keyGroupFunction(hash) : undefined;
       const keyedState = node.keyed
-        ? setup.services.createKeyedState(range, setup.maxParallelism, {
-            operatorId: operatorIdOf(node),
-            subtask: setup.subtask,
-            fencing: setup.fencing,
-          })
+        ? setup.services.createKeyedState(
+            range,
+            setup.maxParallelism,
+            { operatorId: operatorIdOf(node), subtask: setup.subtask, fencing: setup.fencing },
+            keyGroupOf,
+          )
         : undefined;
       this.slots[i] = {
         nodeId: node.id,
         operator: node.createOperator(),
         output: this.outputFor(node.id, i + 1),
         keyedState,
-        timers: keyedState === undefined ? undefined : setup.services.createTimerService(setup.maxParallelism, keyedState),
+        timers: keyedState === undefined ? undefined : setup.services.createTimerService(setup.maxParallelism, keyedState, keyGroupOf),
         declaredStates: undefined,
         watermark: Number.NEGATIVE_INFINITY,
         wakeupAt: Number.POSITIVE_INFINITY,

@@ -1,4 +1,14 @@
-import { UserFunctionError, checkKey, keyGroupOf, originAt, subtaskForKeyGroup, type ControlElement, type Key, type RecordBatch } from '../core/index.ts';
+import {
+  UserFunctionError,
+  checkKey,
+  keyGroupFunction,
+  originAt,
+  subtaskForKeyGroup,
+  type ControlElement,
+  type Key,
+  type KeyGroupFunction,
+  type RecordBatch,
+} from '../core/index.ts';
 import type { PartitionerSpec } from '../graph/logical-graph.ts';
 import type { ChannelSender } from './channels/channel.ts';
 
@@ -9,6 +19,8 @@ import type { ChannelSender } from './channels/channel.ts';
 export class RecordWriter {
   private roundRobin: number;
   private readonly subtaskOfKeyGroup: Int32Array | undefined;
+  /** The edge's key-group hash (murmur unless the keyBy asked for kinesis-hash): the keyed operator's state uses the same. */
+  private readonly keyGroupOf: KeyGroupFunction;
 
   constructor(
     private readonly partitioner: PartitionerSpec,
@@ -18,6 +30,7 @@ export class RecordWriter {
     private readonly producer: { name: string; subtask: number },
   ) {
     this.roundRobin = producer.subtask % Math.max(1, senders.length);
+    this.keyGroupOf = keyGroupFunction(partitioner.kind === 'hash' ? partitioner.keyGroupHash : undefined);
     if (partitioner.kind === 'hash') {
       this.subtaskOfKeyGroup = new Int32Array(maxParallelism);
       for (let kg = 0; kg < maxParallelism; kg++) {
@@ -53,6 +66,7 @@ export class RecordWriter {
     }
     const table = this.subtaskOfKeyGroup!;
     const maxParallelism = this.maxParallelism;
+    const keyGroupOf = this.keyGroupOf;
     const n = senders.length;
     const values: unknown[][] = [];
     const timestamps: number[][] = [];

@@ -1,4 +1,4 @@
-import { ConfigError, type Key, type KeyGroupRange } from '../core/index.ts';
+import { ConfigError, type Key, type KeyGroupFunction, type KeyGroupRange } from '../core/index.ts';
 import type {
   AggregatingStateDescriptor,
   ListStateDescriptor,
@@ -33,6 +33,11 @@ export interface KeyedStateBackendOptions {
   readonly maxParallelism: number;
   /** Processing-time clock for TTL. */
   readonly now: () => number;
+  /**
+   * Key to key group: the hash of the keyed edge in front of the operator (keyBy's `keyGroups`), so state lands in
+   * the key group the record was routed by. @default keyGroupOf (murmur)
+   */
+  readonly keyGroupOf?: KeyGroupFunction;
 }
 
 /** A backend's key-group range as a plain copy, after checking it lies within [0, maxParallelism) (ConfigError). */

@@ -4,6 +4,7 @@ import {
   keyGroupOf,
   keyGroupRangeContains,
   type Key,
+  type KeyGroupFunction,
   type KeyGroupRange,
 } from '../../core/index.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -95,6 +96,7 @@ export class MemoryKeyedStateBackend implements KeyedStateBackend {
 
   private readonly now: () => number;
   private readonly groupCount: number;
+  private readonly keyGroupOf: KeyGroupFunction;
   private readonly current = new CurrentKey();
   private readonly tables = new Map<string, StateTable>();
   private readonly restoredTimers = new RestoredTimerCollector();
@@ -107,12 +109,13 @@ export class MemoryKeyedStateBackend implements KeyedStateBackend {
     this.maxParallelism = maxParallelism;
     this.now = options.now;
     this.groupCount = keyGroupRange.end - keyGroupRange.start + 1;
+    this.keyGroupOf = options.keyGroupOf ?? keyGroupOf;
   }
 
   setCurrentKey(key: Key): void {
     const current = this.current;
     if (key === current.key && current.index >= 0) return;
-    const keyGroup = keyGroupOf(key, this.maxParallelism);
+    const keyGroup = this.keyGroupOf(key, this.maxParallelism);
     const index = keyGroup - this.keyGroupRange.start;
     if (index < 0 || index >= this.groupCount) {
       throw new InternalError(

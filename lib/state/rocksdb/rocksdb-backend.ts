@@ -1,4 +1,4 @@
-import { InternalError, type Key, type KeyGroupRange } from '../../core/index.ts';
+import { InternalError, keyGroupOf, type Key, type KeyGroupRange } from '../../core/index.ts';
 import {
   checkedKeyGroupRange,
   isFileKeyedStateSnapshot,
@@ -149,6 +149,7 @@ export class RocksDbKeyedStateBackend implements KeyedStateBackend, TimerRowAcce
     this.rows = new RowStore({
       keyGroupRange: this.keyGroupRange,
       maxParallelism,
+      keyGroupOf: options.keyGroupOf ?? keyGroupOf,
       cacheMaxKeys: this.options.cacheMaxKeys,
       registry: this.registry,
       generations: this.generations,

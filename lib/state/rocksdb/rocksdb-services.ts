@@ -1,4 +1,4 @@
-import type { KeyGroupRange } from '../../core/index.ts';
+import type { KeyGroupFunction, KeyGroupRange } from '../../core/index.ts';
 import { HeapTimerService } from '../timers/heap-timer-service.ts';
 import type { InternalTimerService } from '../timers/timer-service.ts';
 import type { KeyedStateBackend } from '../backend.ts';
@@ -20,8 +20,8 @@ export interface RocksDbServiceScope {
 
 /** The KeyedServices shape (lib/runtime/operator-chain.ts), declared here so lib/state does not import lib/runtime. */
 export interface RocksDbKeyedServices {
-  createKeyedState(range: KeyGroupRange, maxParallelism: number, scope?: RocksDbServiceScope): KeyedStateBackend;
-  createTimerService(maxParallelism: number, keyedState: KeyedStateBackend): InternalTimerService;
+  createKeyedState(range: KeyGroupRange, maxParallelism: number, scope?: RocksDbServiceScope, keyGroupOf?: KeyGroupFunction): KeyedStateBackend;
+  createTimerService(maxParallelism: number, keyedState: KeyedStateBackend, keyGroupOf?: KeyGroupFunction): InternalTimerService;
 }
 
 /**
@@ -35,15 +35,16 @@ export function rocksDbServices(options: RocksDbServicesOptions = {}): RocksDbKe
   const now = options.now ?? Date.now;
   const job = options.jobKey;
   return {
-    createKeyedState: (keyGroupRange, maxParallelism, scope) =>
+    createKeyedState: (keyGroupRange, maxParallelism, scope, keyGroupOf) =>
       new RocksDbKeyedStateBackend({
         keyGroupRange,
         maxParallelism,
+        ...(keyGroupOf === undefined ? {} : { keyGroupOf }),
         now,
         rocksdb: compiled,
         scope: scope === undefined ? undefined : { job, operatorId: scope.operatorId, subtask: scope.subtask },
       }),
-    createTimerService: (maxParallelism, keyedState) =>
-      keyedState instanceof RocksDbKeyedStateBackend ? keyedState.timerService() : new HeapTimerService({ maxParallelism }),
+    createTimerService: (maxParallelism, keyedState, keyGroupOf) =>
+      keyedState instanceof RocksDbKeyedStateBackend ? keyedState.timerService() : new HeapTimerService({ maxParallelism, keyGroupOf }),
   };
 }

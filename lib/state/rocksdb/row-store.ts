@@ -1,4 +1,4 @@
-import { InternalError, keyGroupOf, type Key, type KeyGroupRange } from '../../core/index.ts';
+import { InternalError, type Key, type KeyGroupFunction, type KeyGroupRange } from '../../core/index.ts';
 import { decodeGroupKey, type Bytes } from '../snapshot-format/key-bytes.ts';
 import { decodeRow } from '../snapshot-format/row-codec.ts';
 import type { Namespace } from '../keyed-state.ts';
@@ -17,6 +17,8 @@ import type { StateRegistry } from './state-registry.ts';
 export interface RowStoreContext {
   readonly keyGroupRange: KeyGroupRange;
   readonly maxParallelism: number;
+  /** Key to key group (the operator's keyed edge hash). */
+  readonly keyGroupOf: KeyGroupFunction;
   readonly cacheMaxKeys: number;
   readonly registry: StateRegistry;
   readonly generations: GenerationLog;
@@ -178,7 +180,7 @@ export class RowStore implements CurrentRow {
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i] as Key;
       if (this.cache.has(key) || missing?.has(key) === true) continue;
-      const keyGroup = keyGroupOf(key, this.ctx.maxParallelism);
+      const keyGroup = this.ctx.keyGroupOf(key, this.ctx.maxParallelism);
       if (keyGroup < start || keyGroup > end) {
         if (strict) throw this.wrongKeyGroup(key, keyGroup);
         continue;
@@ -190,7 +192,7 @@ export class RowStore implements CurrentRow {
 
   /** A key that was not prefetched becomes current: read now (one synchronous multi-get) or known absent. */
   private readMissing(key: Key): void {
-    const keyGroup = keyGroupOf(key, this.ctx.maxParallelism);
+    const keyGroup = this.ctx.keyGroupOf(key, this.ctx.maxParallelism);
     const { start, end } = this.ctx.keyGroupRange;
     if (keyGroup < start || keyGroup > end) throw this.wrongKeyGroup(key, keyGroup);
     this.ctx.beforeAccess();

@@ -3,6 +3,7 @@ import {
   keyGroupOf,
   keyGroupRangeContains,
   type Key,
+  type KeyGroupFunction,
   type KeyGroupRange,
 } from '../../core/index.ts';
 import { checkTimerTimestamp, type Namespace } from '../index.ts';
@@ -13,6 +14,8 @@ export type { TimerKeyGroupSnapshot };
 
 export interface HeapTimerServiceOptions {
   readonly maxParallelism: number;
+  /** Key to key group, as the operator's keyed state computes it. @default keyGroupOf (murmur) */
+  readonly keyGroupOf?: KeyGroupFunction;
 }
 
 /**
@@ -23,6 +26,7 @@ export interface HeapTimerServiceOptions {
  */
 export class HeapTimerService implements InternalTimerService {
   private readonly maxParallelism: number;
+  private readonly keyGroupOf: KeyGroupFunction;
   private readonly eventTimers = new TimerQueue();
   private readonly processingTimers = new TimerQueue();
 
@@ -31,6 +35,7 @@ export class HeapTimerService implements InternalTimerService {
       throw new ConfigError(`maxParallelism must be a positive integer, got ${options.maxParallelism}`);
     }
     this.maxParallelism = options.maxParallelism;
+    this.keyGroupOf = options.keyGroupOf ?? keyGroupOf;
   }
 
   registerEventTimeTimer(key: Key, namespace: Namespace, timestamp: number): void {
@@ -81,7 +86,7 @@ export class HeapTimerService implements InternalTimerService {
   snapshot(): TimerKeyGroupSnapshot[] {
     const groups = new Map<number, TimerKeyGroupSnapshot>();
     const groupOf = (timer: Timer): TimerKeyGroupSnapshot => {
-      const keyGroup = keyGroupOf(timer.key, this.maxParallelism);
+      const keyGroup = this.keyGroupOf(timer.key, this.maxParallelism);
       let group = groups.get(keyGroup);
       if (group === undefined) {
         group = { keyGroup, eventTimers: [], processingTimers: [] };

@@ -6,9 +6,16 @@ import { FinishAnnouncer } from './finish-announcer.ts';
 import type { FinishedShardRegistry } from './finished-shard-registry.ts';
 import type { KinesisApi } from './kinesis-api.ts';
 import { listAllShards } from './list-shards.ts';
-import { decodeRecords, recordDeadLetter, type DecodedChunk, type KinesisDeserializer } from './record-decoder.ts';
+import {
+  alignedRecordFilter,
+  alignedSubSplit,
+  FOREIGN_HASH_KEY_REASON,
+  shardIdOf,
+  type AlignedKeyGroups,
+} from './aligned-sub-split.ts';
+import { decodeRecords, recordDeadLetter, type DecodedChunk, type KinesisDeserializer, type RecordSelection } from './record-decoder.ts';
 import type { ShardFetcher, ShardFetcherFactory } from './shard-fetcher.ts';
-import { shardSplit, type KinesisShardSplit, type ShardPosition } from './shard-split.ts';
+import { shardSplit, splitsFromListing, type KinesisShardSplit, type ShardPosition } from './shard-split.ts';
 
 /** What one reader needs besides its splits; built by `kinesisSource`. */
 export interface KinesisReaderSettings<T> {
@@ -22,6 +29,8 @@ export interface KinesisReaderSettings<T> {
   /** 0: only at start and when a shard of this reader ends. */
   readonly discoveryIntervalMs: number;
   readonly stopWhenIdleMs: number | undefined;
+  /** Where shards start that an aligned reader finds in its first listing (the source's startPosition). */
+  readonly start: ShardPosition;
   /** Called once when the reader closes (client, dead-letter writer, registry). */
   readonly release: () => Promise<void>;
   readonly log: (line: string) => void;
@@ -39,6 +48,8 @@ export interface KinesisReaderCounters {
   transientErrors: number;
   /** Child shards found by listing the stream while running. */
   shardsDiscovered: number;
+  /** Aligned reading: records of other slots' key groups, left out. */
+  recordsOfOtherSlots: number;
 }
 
 /** A Kinesis source reader, with its counters. */
@@ -54,6 +65,10 @@ const MAX_WAIT_MS = 100;
 
 interface ShardState<T> {
   readonly split: KinesisShardSplit;
+  /** The shard read (a sub-split's shard; the split id otherwise). */
+  readonly shardId: string;
+  /** Aligned sub-splits: which fetched records are the slot's. */
+  readonly selection: RecordSelection | undefined;
   /** After the last record returned to the job (or the start position before any). */
   position: ShardPosition;
   /** Every record returned to the job (the shard is closed). */
@@ -90,8 +105,28 @@ interface ShardState<T> {
  * completed checkpoint) or it has expired from the listing.
  */
 export class KinesisShardReader<T> implements KinesisSourceReader<T> {
-  readonly counters: KinesisReaderCounters = { recordsRead: 0, deadLetters: 0, throttled: 0, transientErrors: 0, shardsDiscovered: 0 };
+  readonly counters: KinesisReaderCounters = {
+    recordsRead: 0,
+    deadLetters: 0,
+    throttled: 0,
+    transientErrors: 0,
+    shardsDiscovered: 0,
+    recordsOfOtherSlots: 0,
+  };
+  /** By split id. */
   private readonly shards = new Map<string, ShardState<T>>();
+  /**
+   * By shard id. Unaligned: split id = shard id, so `shards` serves. Aligned: a slot's sub-splits of a shard, usually
+   * one; several after a restore into another slot layout (each old slot's part, cut to this slot, keeps its position).
+   */
+  private readonly byShard = new Map<string, ShardState<T>[]>();
+  /** Set when a cluster slot reads its kinesis-hash key groups (SourceReaderContext.alignedKeyGroups). */
+  private readonly aligned: AlignedKeyGroups | undefined;
+  /**
+   * Aligned: the first listing adds every shard overlapping the slot at the start position (a fresh slot, or one
+   * restored from a checkpoint taken before its first listing); later listings add new shards from their start.
+   */
+  private firstListing: boolean;
   private order: ShardState<T>[] = [];
   private cursor = 0;
   private readonly inflight = new Set<Promise<void>>();
@@ -111,7 +146,7 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
   private started = false;
   private closed = false;
   /** Where the last batch's records are in their chunk (rejectRecord finds them there). */
-  private lastBatch: { shardId: string; firstOffset: number; chunk: DecodedChunk<T>; from: number } | undefined;
+  private lastBatch: { splitId: string; shardId: string; firstOffset: number; chunk: DecodedChunk<T>; from: number } | undefined;
   /** Shards paused by watermark alignment: neither fetched nor returned, and never idle. */
   private readonly paused = new Set<string>();
 
@@ -120,7 +155,19 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
     private readonly ctx: SourceReaderContext,
     private readonly settings: KinesisReaderSettings<T>,
   ) {
-    for (const split of splits) this.add(split);
+    this.aligned = ctx.alignedKeyGroups;
+    const aligned = this.aligned;
+    if (aligned === undefined) {
+      for (const split of splits) this.add(split);
+      this.firstListing = false;
+    } else {
+      // Restored sub-splits are the slot's own; whole-shard splits are cut to the slot's key groups.
+      for (const split of splits) {
+        const sub = alignedSubSplit(split, aligned);
+        if (sub !== undefined) this.add(sub);
+      }
+      this.firstListing = !splits.some((s) => s.keyGroups !== undefined);
+    }
     this.announcer = new FinishAnnouncer(settings.registry, ctx.checkpointing === true);
     this.lastActivityAt = ctx.clock.now();
     const abort = () => this.controller.abort();
@@ -160,10 +207,10 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
   async rejectRecord(split: string, offset: number, reason: string): Promise<boolean> {
     const last = this.lastBatch;
     const writer = this.settings.deadLetters;
-    if (writer === undefined || last === undefined || last.shardId !== split) return false;
+    if (writer === undefined || last === undefined || last.splitId !== split) return false;
     const record = last.chunk.records[last.from + offset - last.firstOffset];
     if (record === undefined || offset < last.firstOffset) return false;
-    await writer.write([recordDeadLetter(record, this.settings.stream, split, reason)]);
+    await writer.write([recordDeadLetter(record, this.settings.stream, last.shardId, reason)]);
     this.counters.deadLetters++;
     this.counters.recordsRead--;
     return true;
@@ -200,8 +247,14 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
   }
 
   private add(split: KinesisShardSplit): ShardState<T> {
+    const aligned = this.aligned;
     const state: ShardState<T> = {
       split,
+      shardId: shardIdOf(split),
+      selection:
+        aligned === undefined || split.keyGroups === undefined
+          ? undefined
+          : { fate: alignedRecordFilter(split, aligned.maxParallelism), foreignReason: FOREIGN_HASH_KEY_REASON },
       position: split.position,
       finished: split.finished,
       ready: split.finished,
@@ -217,6 +270,9 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
       ordinal: 0,
     };
     this.shards.set(split.id, state);
+    const same = this.byShard.get(state.shardId);
+    if (same === undefined) this.byShard.set(state.shardId, [state]);
+    else same.push(state);
     this.order.push(state);
     return state;
   }
@@ -253,7 +309,7 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
         else if (values.length === 0) continue; // a fetch of dead letters only
         const offsets = new Array<number>(values.length);
         for (let i = 0; i < values.length; i++) offsets[i] = shard.ordinal + i;
-        this.lastBatch = { shardId: shard.split.id, firstOffset: shard.ordinal, chunk, from };
+        this.lastBatch = { splitId: shard.split.id, shardId: shard.shardId, firstOffset: shard.ordinal, chunk, from };
         shard.ordinal += values.length;
         this.counters.recordsRead += values.length;
         this.lastActivityAt = this.ctx.clock.now();
@@ -292,6 +348,7 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
   /** Parents first: the rule that keeps per-key order across SplitShard and MergeShards. */
   private isReady(shard: ShardState<T>): boolean {
     if (shard.ready) return true;
+    if (this.aligned !== undefined) return this.alignedReady(shard);
     const parent = shard.split.parentShardId;
     if (parent !== undefined) {
       // A first parent always has this shard's owner; absent from this reader, it has expired.
@@ -300,6 +357,21 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
     }
     const adjacent = shard.split.adjacentParentShardId;
     if (adjacent !== undefined && !this.adjacentFinished(adjacent)) return false;
+    shard.ready = true;
+    return true;
+  }
+
+  /**
+   * Aligned: a child's records of this slot's key groups can only follow records of the same key groups in its
+   * parents, that is this slot's sub-splits of them. So the child waits for those alone, whoever else reads the
+   * parents: a parent this slot has no sub-split of holds none of its key groups (or has expired).
+   */
+  private alignedReady(shard: ShardState<T>): boolean {
+    for (const parent of [shard.split.parentShardId, shard.split.adjacentParentShardId]) {
+      if (parent === undefined) continue;
+      const parts = this.byShard.get(parent);
+      if (parts !== undefined && parts.some((p) => !p.finished)) return false;
+    }
     shard.ready = true;
     return true;
   }
@@ -329,7 +401,7 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
 
   private launchFetch(shard: ShardState<T>, now: number): void {
     if (shard.fetcher === undefined) {
-      shard.fetcher = this.settings.fetchers.create(shard.split.id, shard.position);
+      shard.fetcher = this.settings.fetchers.create(shard.shardId, shard.position);
       // LATEST is pinned to a time, so a restart from a checkpoint taken before the first record skips nothing.
       if (shard.position.type === 'LATEST') shard.position = { type: 'AT_TIMESTAMP', timestamp: Date.now() };
     }
@@ -347,9 +419,12 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
       const got = await fetcher.next(this.controller.signal);
       if (this.closed) return;
       if (got.records.length > 0) {
-        const chunk = decodeRecords(got.records, this.settings.stream, shard.split.id, this.settings.deserialize);
+        const chunk = decodeRecords(got.records, this.settings.stream, shard.shardId, this.settings.deserialize, shard.selection);
+        if (shard.selection !== undefined) {
+          this.counters.recordsOfOtherSlots += got.records.length - chunk.values.length - chunk.deadLetters.length;
+        }
         // Dead letters are stored before the position can move past their records.
-        if (chunk.deadLetters.length > 0) await this.deadLetter(chunk.deadLetters, shard.split.id);
+        if (chunk.deadLetters.length > 0) await this.deadLetter(chunk.deadLetters, shard.shardId);
         shard.chunk = chunk;
       }
       if (got.end) shard.endFetched = true;
@@ -386,7 +461,7 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
       this.letterLogged.add(shardId);
       const first = letters[0] as DeadLetter;
       this.settings.log(
-        `kinesis source "${this.settings.stream}": skipped a record of ${shardId} that could not be deserialized (sequence number ${first.sequenceNumber}: ${first.reason}); set deadLetters to keep such records. Further ones of this shard are only counted.`,
+        `kinesis source "${this.settings.stream}": skipped a record of ${shardId} (sequence number ${first.sequenceNumber}: ${first.reason}); set deadLetters to keep such records. Further ones of this shard are only counted.`,
       );
     }
   }
@@ -444,6 +519,23 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
     if (this.closed) return;
     const ids = new Set<string>();
     for (const shard of listing) if (shard.ShardId !== undefined) ids.add(shard.ShardId);
+    if (this.aligned !== undefined) this.discoverAligned(listing, this.aligned);
+    else this.discoverChildren(listing);
+    const expired = this.order.filter((s) => s.finished && !ids.has(s.shardId));
+    if (expired.length > 0) {
+      for (const s of expired) {
+        this.shards.delete(s.split.id);
+        const left = this.byShard.get(s.shardId)?.filter((p) => p !== s) ?? [];
+        if (left.length === 0) this.byShard.delete(s.shardId);
+        else this.byShard.set(s.shardId, left);
+      }
+      this.order = this.order.filter((s) => !expired.includes(s));
+    }
+    this.listed = ids;
+  }
+
+  /** Children of this reader's shards (a child has its first parent's owner). */
+  private discoverChildren(listing: Awaited<ReturnType<typeof listAllShards>>): void {
     for (const shard of listing) {
       const id = shard.ShardId;
       if (id === undefined || this.shards.has(id) || shard.ParentShardId === undefined) continue;
@@ -453,12 +545,23 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
       this.counters.shardsDiscovered++;
       this.lastActivityAt = this.ctx.clock.now();
     }
-    const expired = this.order.filter((s) => s.finished && !ids.has(s.split.id));
-    if (expired.length > 0) {
-      for (const s of expired) this.shards.delete(s.split.id);
-      this.order = this.order.filter((s) => !expired.includes(s));
+  }
+
+  /**
+   * Aligned: every shard that overlaps the slot's key groups and has no sub-split yet. In the first listing they
+   * start at the start position; later ones are new (children of a reshard) and start at their beginning.
+   */
+  private discoverAligned(listing: Awaited<ReturnType<typeof listAllShards>>, aligned: AlignedKeyGroups): void {
+    const start: ShardPosition = this.firstListing ? this.settings.start : { type: 'TRIM_HORIZON' };
+    for (const split of splitsFromListing(listing, start)) {
+      if (this.byShard.has(split.id)) continue;
+      const sub = alignedSubSplit(split, aligned);
+      if (sub === undefined) continue;
+      this.add(sub);
+      if (!this.firstListing) this.counters.shardsDiscovered++;
+      this.lastActivityAt = this.ctx.clock.now();
     }
-    this.listed = ids;
+    this.firstListing = false;
   }
 
   /**

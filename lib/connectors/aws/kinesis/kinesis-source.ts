@@ -9,6 +9,7 @@ import {
   broadcastFinishedShardRegistry,
   type FinishedShardRegistryFactory,
 } from './finished-shard-registry.ts';
+import { checkAlignedKeyGroups } from './aligned-sub-split.ts';
 import { acquireKinesisApi, type KinesisApi, type KinesisClientOptions } from './kinesis-api.ts';
 import { KinesisShardReader, type KinesisSourceReader } from './kinesis-reader.ts';
 import { listAllShards } from './list-shards.ts';
@@ -190,6 +191,8 @@ export function kinesisSource<T = unknown>(options: KinesisSourceOptions<T>): Ki
     concurrentSplits: true,
     // Shards lag the tip by different amounts (a resharded parent, a slow fetch): aligned, one far ahead waits.
     alignsWatermarks: true,
+    // A cluster slot can read exactly its kinesis-hash key groups (SourceReaderContext.alignedKeyGroups).
+    supportsKeyGroupAlignment: true,
     async createSplits(): Promise<KinesisShardSplit[]> {
       const lease = acquireKinesisApi(options);
       try {
@@ -202,6 +205,7 @@ export function kinesisSource<T = unknown>(options: KinesisSourceOptions<T>): Ki
       return ownerOfRoot(split.rootShardId, parallelism);
     },
     createReader(splits: KinesisShardSplit[], ctx: SourceReaderContext): KinesisSourceReader<T> {
+      checkAlignedKeyGroups(ctx.alignedKeyGroups, `kinesis source "${name}"`);
       const lease = acquireKinesisApi(options);
       // A reader made by hand (no fencing token) shares finished shards with no one.
       const attemptTag = ctx.fencing === undefined ? randomUUID() : fencingTag(ctx.fencing);
@@ -234,6 +238,7 @@ export function kinesisSource<T = unknown>(options: KinesisSourceOptions<T>): Ki
         retry: opts.retry,
         discoveryIntervalMs: opts.discoveryIntervalMs,
         stopWhenIdleMs: opts.stopWhenIdleMs,
+        start: opts.start,
         log: opts.log,
         release: async () => {
           try {

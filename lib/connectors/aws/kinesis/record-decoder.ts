@@ -33,12 +33,25 @@ export interface DecodedChunk<T> {
   readonly deadLetters: DeadLetter[];
 }
 
-/** Decodes fetched records; those the deserializer rejects become dead letters (with their data in base64). */
+/**
+ * Which fetched records an aligned sub-split returns (see aligned-sub-split.ts): `skip` leaves a record out, not
+ * decoded; `foreign` makes it a dead letter with `foreignReason`.
+ */
+export interface RecordSelection {
+  readonly fate: (record: _Record) => 'keep' | 'skip' | 'foreign';
+  readonly foreignReason: string;
+}
+
+/**
+ * Decodes fetched records; those the deserializer rejects become dead letters (with their data in base64). With
+ * `selection`, only the records it keeps are decoded; the chunk's last sequence number is still the fetch's last.
+ */
 export function decodeRecords<T>(
   records: readonly _Record[],
   stream: string,
   shardId: string,
   deserialize: KinesisDeserializer<T>,
+  selection?: RecordSelection,
 ): DecodedChunk<T> {
   const n = records.length;
   const values: T[] = [];
@@ -49,6 +62,14 @@ export function decodeRecords<T>(
   const info: KinesisRecordInfo = { shardId, sequenceNumber: '', partitionKey: '', approximateArrivalTimestamp: Number.NaN };
   for (let i = 0; i < n; i++) {
     const r = records[i] as _Record;
+    if (selection !== undefined) {
+      const fate = selection.fate(r);
+      if (fate === 'skip') continue;
+      if (fate === 'foreign') {
+        deadLetters.push(recordDeadLetter(r, stream, shardId, selection.foreignReason));
+        continue;
+      }
+    }
     const data = r.Data ?? EMPTY;
     const arrival = r.ApproximateArrivalTimestamp?.getTime() ?? Number.NaN;
     info.sequenceNumber = r.SequenceNumber ?? '';

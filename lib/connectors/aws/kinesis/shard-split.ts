@@ -11,10 +11,20 @@ export type ShardPosition =
   /** Continue after the record with this sequence number (the last one the job has read). */
   | { readonly type: 'AFTER_SEQUENCE_NUMBER'; readonly sequenceNumber: string };
 
-/** One shard of the stream, as a source split. Plain data, checkpointed through `currentSplits`. */
+/**
+ * One shard of the stream, as a source split, or, when a cluster slot reads aligned key groups, the slot's part of
+ * one shard (a sub-split). Plain data, checkpointed through `currentSplits`.
+ */
 export interface KinesisShardSplit extends SourceSplit {
-  /** The shard id, e.g. `shardId-000000000003`. */
+  /** The shard id, e.g. `shardId-000000000003`; a sub-split's is `<shard id>@kg<start>-<end>`. */
   readonly id: string;
+  /** Set on a sub-split: the shard it reads. @default `id` */
+  readonly shardId?: string | undefined;
+  /**
+   * Set on a sub-split: the kinesis-hash key groups of the shard that are the slot's (inclusive); only records of
+   * these key groups are returned.
+   */
+  readonly keyGroups?: { readonly start: number; readonly end: number } | undefined;
   readonly parentShardId?: string | undefined;
   /** Set on the child of a merge: the second merged shard. */
   readonly adjacentParentShardId?: string | undefined;
