@@ -244,6 +244,8 @@ export class SlotRunner {
     this.stopping = reason;
     this.guard.stop(reason);
     void this.checkpoints?.close();
+    // Stopped before its tasks were deployed (a failed restore): nothing runs that could settle `done`.
+    if (this.tasks.length === 0) this.resolveDone();
     for (const t of this.tasks) t.cancel(reason);
   }
 
