@@ -91,6 +91,11 @@ export class InMemoryLeaseKeeper implements SlotLeaseKeeper {
     this.listener = onEvent;
   }
 
+  /** The worker called `start`: events reach it from now on. */
+  get listening(): boolean {
+    return this.listener !== undefined;
+  }
+
   held(): readonly HeldSlot[] {
     return [...this.slots.values()];
   }

@@ -33,6 +33,8 @@ export class Feeds {
   readonly completions: number[][] = Array.from({ length: P }, () => []);
   /** Highest position read per slot. */
   readonly read: number[] = Array.from({ length: P }, () => 0);
+  /** The reader of this slot fails once at its next poll (a task failure). */
+  failOnce: number | undefined;
 }
 
 /** An unbounded source: split s reads `feeds.rows[s]` from its checkpointed position, 'wait' at the end. */
@@ -46,6 +48,10 @@ export function feedSource(feeds: Feeds): Source<Row, FeedSplit> {
       return {
         poll(maxRecords): PollResult<Row> {
           for (const p of positions) {
+            if (feeds.failOnce === p.slot) {
+              feeds.failOnce = undefined;
+              throw new Error(`injected failure of slot ${p.slot}`);
+            }
             const rows = feeds.rows[p.slot]!;
             if (p.next < rows.length) {
               const values = rows.slice(p.next, p.next + maxRecords);
