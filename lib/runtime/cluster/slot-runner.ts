@@ -121,6 +121,8 @@ export class SlotRunner {
         const metadata = await readCompletedMetadata(init.store, completed);
         restored = await loadSlotState(this.guard, metadata, plan, slot, init.store.location);
       } catch (err) {
+        // A checkpoint the job cannot read (another job, another parallelism) fails the same way at every restart.
+        if (err instanceof ConfigError) throw err;
         // Loudly: falling back to an older checkpoint would replay output the sinks already committed.
         throw new SlotFailedError(slot, `cannot restore checkpoint ${completed.checkpointId}: ${message(err)}`, err);
       }
