@@ -162,6 +162,24 @@ describe('SlotRunner', () => {
     await expect(second.start()).rejects.toMatchObject({ code: 'SLOT_FAILED', message: expect.stringContaining('cannot restore checkpoint 1') });
   });
 
+  it('puts one decline item when a task of the slot cannot write its state', async () => {
+    const { table, runner, events } = setup();
+    class FailingTaskFiles extends FsObjectStore {
+      override put(path: string, data: Uint8Array): Promise<void> {
+        if (/task-1-0-e\d+\.state$/.test(path)) return Promise.reject(new Error('disk full'));
+        return super.put(path, data);
+      }
+    }
+    const held = table.take(0, 'w1');
+    const slot = runner(0, held.epoch, { store: new FailingTaskFiles(tempDir('sluice-slot-failing-')) });
+    await slot.start();
+    table.trigger(1);
+    slot.onControl(table.control);
+    await until(() => table.ack(1, 0) !== undefined, 'the decline of checkpoint 1');
+    expect(table.ack(1, 0)).toMatchObject({ kind: 'decline', owner: 'w1', epoch: held.epoch, reason: expect.stringContaining('disk full') });
+    expect(events.acked).toEqual(['decline 1#0']);
+  });
+
   it('refuses a two-phase-commit sink without externalCommit, and exchange edges without the exchange stream', async () => {
     const feeds = new Feeds();
     const { plan, env } = buildJob(feeds, committingSink<Row>(new Map()) as never);
