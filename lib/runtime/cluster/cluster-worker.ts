@@ -186,6 +186,11 @@ export class ClusterWorker {
         },
       });
       entry.runner = runner;
+      // Stopped (SIGTERM, lost) while the slot's directories and state were being prepared.
+      if (entry.ended) {
+        await runner.stop();
+        return;
+      }
       void runner.done.catch((err: unknown) => this.slotFailed(entry, err));
       const started = await runner.start();
       entry.failures = 0;

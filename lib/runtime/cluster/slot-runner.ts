@@ -85,6 +85,8 @@ export class SlotRunner {
   private lastTrigger = 0;
   private lastCompleted = 0;
   private stopping: Error | undefined;
+  /** The tasks exist: control polls before that are ignored (the next poll brings the same trigger again). */
+  private deployed = false;
   private stopAfter: { after: number; resolve: (checkpointId: number) => void } | undefined;
   private resolveDone: () => void = () => {};
   private rejectDone: (err: unknown) => void = () => {};
@@ -198,6 +200,7 @@ export class SlotRunner {
     };
     this.tasks = plan.vertices.map((v) => createTask(setup, plan, v, slot, wireSlotTask(plan, v, slot, modes, channels, init.exchange)));
     hub.onComplete((id) => this.tasks.forEach((t) => void t.notifyCheckpointComplete(id)));
+    this.deployed = true;
     const run = runTasks(this.tasks).then(
       () => this.ended(undefined),
       (err: unknown) => this.ended(err),
@@ -209,7 +212,7 @@ export class SlotRunner {
 
   /** Applies a poll of the control item: a new trigger is injected at the sources, a new completion delivered. */
   onControl(control: ControlItem): void {
-    if (this.stopping !== undefined || this.hub === undefined) return;
+    if (this.stopping !== undefined || !this.deployed || this.hub === undefined) return;
     const trigger = control.trigger;
     if (trigger !== undefined && trigger.checkpointId > this.lastTrigger && trigger.checkpointId > this.lastCompleted) {
       this.lastTrigger = trigger.checkpointId;
