@@ -314,9 +314,17 @@ export function twoPhaseCommitSinks(plan: PhysicalPlan): number[] {
   return nodes;
 }
 
-/** Source vertices whose output goes through an aligned edge: their readers keep only the slot's key groups. */
+/**
+ * Source vertices whose output goes through an aligned edge and that can read a key-group range: their readers keep
+ * only the slot's key groups. (Any other source behind an aligned edge fails the slot at its first record of another
+ * slot's key group: KeyGroupMismatchError.)
+ */
 function alignedSourceVertices(plan: PhysicalPlan, modes: ReadonlyMap<number, { readonly mode: string }>): Set<number> {
-  return new Set(plan.edges.filter((e) => modes.get(e.id)?.mode === 'aligned' && plan.vertices[e.fromVertex]?.source !== undefined).map((e) => e.fromVertex));
+  return new Set(
+    plan.edges
+      .filter((e) => modes.get(e.id)?.mode === 'aligned' && plan.vertices[e.fromVertex]?.source?.source.supportsKeyGroupAlignment === true)
+      .map((e) => e.fromVertex),
+  );
 }
 
 function restoreKind(restored: RestoredJob | undefined, backends: readonly KeyedStateBackend[]): RestoreKind {

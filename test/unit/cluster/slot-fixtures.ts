@@ -33,6 +33,8 @@ export class Feeds {
   readonly completions: number[][] = Array.from({ length: P }, () => []);
   /** Highest position read per slot. */
   readonly read: number[] = Array.from({ length: P }, () => 0);
+  /** The key-group range each slot's reader was given (SourceReaderContext.alignedKeyGroups). */
+  readonly alignedRanges: unknown[] = Array.from({ length: P }, () => undefined);
   /** The reader of this slot fails once at its next poll (a task failure). */
   failOnce: number | undefined;
 }
@@ -42,8 +44,10 @@ export function feedSource(feeds: Feeds): Source<Row, FeedSplit> {
   return {
     name: 'feed',
     bounded: false,
+    supportsKeyGroupAlignment: true,
     createSplits: (ctx) => Array.from({ length: ctx.parallelism }, (_, slot) => ({ id: `feed-${slot}`, slot, next: 0 })),
-    createReader(splits): SourceReader<Row, FeedSplit> {
+    createReader(splits, ctx): SourceReader<Row, FeedSplit> {
+      feeds.alignedRanges[ctx.subtask] = ctx.alignedKeyGroups;
       const positions = splits.map((s) => ({ ...s }));
       return {
         poll(maxRecords): PollResult<Row> {

@@ -6,7 +6,7 @@ import { SlotRunner, type SlotRunnerInit } from '../../../lib/runtime/cluster/sl
 import { FsObjectStore } from '../../../lib/storage/fs/fs-object-store.ts';
 import { committingSink } from '../../harness/committing-sink.ts';
 import { InMemoryControlTable } from '../../harness/cluster/in-memory-control.ts';
-import { buildJob, clusterConfig, commitMetadata, Feeds, keysOfSlot, tempDir, until, type Row } from './slot-fixtures.ts';
+import { buildJob, clusterConfig, commitMetadata, Feeds, keysOfSlot, MAX_P, P, tempDir, until, type Row } from './slot-fixtures.ts';
 
 const running: SlotRunner[] = [];
 afterEach(async () => {
@@ -160,6 +160,15 @@ describe('SlotRunner', () => {
     await store.put(ack.handles[0]!.path, new Uint8Array([1, 2, 3]));
     const second = runner(0, table.take(0, 'w1').epoch, { control: table.control });
     await expect(second.start()).rejects.toMatchObject({ code: 'SLOT_FAILED', message: expect.stringContaining('cannot restore checkpoint 1') });
+  });
+
+  it('gives an aligned source the slot key-group range, and fails the slot on a record of another slot', async () => {
+    const { feeds, table, runner } = setup();
+    const slot = runner(0, table.take(0, 'w1').epoch);
+    await slot.start();
+    expect(feeds.alignedRanges[0]).toEqual({ start: 0, end: MAX_P / P - 1, maxParallelism: MAX_P });
+    feeds.rows[0]!.push({ k: keysOfSlot(1, 1)[0]!, v: 1 });
+    await expect(slot.done).rejects.toMatchObject({ code: 'SLOT_FAILED', message: expect.stringContaining('belongs to slot 1') });
   });
 
   it('puts one decline item when a task of the slot cannot write its state', async () => {
