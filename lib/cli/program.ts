@@ -4,6 +4,7 @@ import type { FlagSpecs, JobDefinition } from '../api/job.ts';
 import { COMMON_FLAGS } from './common-flags.ts';
 import { flagOptions } from './flag-options.ts';
 import type { RawFlagValue } from './flag-values.ts';
+import { addWorkerCommand, type WorkerRequest } from './worker-command.ts';
 
 /** What `sluice run` was asked to do, before the flag values are checked. */
 export interface RunRequest {
@@ -26,6 +27,8 @@ export interface ProgramSpec {
   readonly onRun: (request: RunRequest) => void;
   /** Called with a parsed `checkpoints`, `savepoint` or `stop` command. */
   readonly onControl: (request: ControlRequest) => void;
+  /** Called with a parsed `worker` command (a cluster worker process). @default the command is not offered */
+  readonly onWorker?: (request: WorkerRequest) => void;
 }
 
 const CONTROL_COMMANDS: readonly [ControlCommand, string, string][] = [
@@ -111,5 +114,17 @@ export function buildProgram(spec: ProgramSpec): Command {
     .summary('deploy and control a job on the cluster runtime: init, status, savepoint, stop (see "sluice aws --help")')
     .allowUnknownOption()
     .allowExcessArguments();
+
+  const onWorker = spec.onWorker;
+  if (onWorker !== undefined) {
+    addWorkerCommand(
+      program,
+      (command) => {
+        const flags = job === undefined ? new Map<string, Option[]>() : addFlags(command, job.flags, `Job flags (${job.name}):`);
+        return (parsed) => rawValues(parsed, flags);
+      },
+      onWorker,
+    );
+  }
   return program;
 }

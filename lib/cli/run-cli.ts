@@ -29,6 +29,7 @@ import { checkRunDirectories } from './path-checks.ts';
 import { isRemoteLocation } from '../storage/storage-locations.ts';
 import { findJobArgument } from './job-argument.ts';
 import { buildProgram, type RunRequest } from './program.ts';
+import { parseWorkerSettings, WORKER_OPTIONS_WITH_VALUE, type WorkerLaunch, type WorkerRequest } from './worker-command.ts';
 import { exitCodeOf, formatFailure, formatSummary } from './report.ts';
 
 /** What the command needs from the outside world; main.ts passes the real ones, tests pass fakes. */
@@ -42,6 +43,11 @@ export interface CliDeps {
   stderr(text: string): void;
   /** Processors the process may use; default os.availableParallelism(). */
   availableParallelism?(): number;
+  /**
+   * Runs a cluster worker (`sluice worker`) until SIGTERM or a halt; returns its exit code. main.ts loads the
+   * worker's composition root (functions/worker) for it. @default the command answers that it is not available
+   */
+  runWorker?(launch: WorkerLaunch): Promise<ExitCode>;
 }
 
 const COMMON_OPTIONS_WITH_VALUE: ReadonlySet<string> = new Set(Object.keys(COMMON_FLAGS).map(flagLabel));
@@ -142,7 +148,12 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Ex
     return runAwsCli(argv[0] === 'aws' ? argv.slice(1) : ['--help'], deps);
   }
   const printLines = (lines: string[]): void => deps.stderr(lines.map((l) => `${l}\n`).join(''));
-  const jobArg = argv[0] === 'run' ? findJobArgument(argv.slice(1), COMMON_OPTIONS_WITH_VALUE) : undefined;
+  const jobArg =
+    argv[0] === 'run'
+      ? findJobArgument(argv.slice(1), COMMON_OPTIONS_WITH_VALUE)
+      : argv[0] === 'worker'
+        ? findJobArgument(argv.slice(1), WORKER_OPTIONS_WITH_VALUE)
+        : undefined;
   let job: JobDefinition | undefined;
   if (jobArg !== undefined) {
     try {
@@ -155,6 +166,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Ex
 
   let request: RunRequest | undefined;
   let control: ControlRequest | undefined;
+  let worker: WorkerRequest | undefined;
   const program = buildProgram({
     version: deps.version,
     job: job === undefined || jobArg === undefined ? undefined : { path: jobArg, definition: job },
@@ -165,6 +177,9 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Ex
     onControl: (c) => {
       control = c;
     },
+    onWorker: (w) => {
+      worker = w;
+    },
   });
   try {
     await program.parseAsync([...argv], { from: 'user' });
@@ -173,6 +188,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Ex
     throw err;
   }
   if (control !== undefined) return runControlCommand(control, { stdout: deps.stdout, stderr: deps.stderr });
+  if (worker !== undefined) return startWorker(worker, job, jobArg, deps, printLines);
   if (request === undefined) return ExitCode.ok;
   if (job === undefined || request.jobPath !== jobArg) {
     printLines([`error: give the job module right after "run": sluice run <job> [flags] (got ${JSON.stringify(request.jobPath)})`]);
@@ -230,4 +246,42 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Ex
   } finally {
     await rest.stop();
   }
+}
+
+/** `sluice worker`: checks the worker's and the job's flags (exit 2 naming each bad one), then runs the worker. */
+async function startWorker(
+  request: WorkerRequest,
+  job: JobDefinition | undefined,
+  jobArg: string | undefined,
+  deps: CliDeps,
+  printLines: (lines: string[]) => void,
+): Promise<ExitCode> {
+  if (job === undefined || request.jobPath !== jobArg) {
+    printLines([`error: give the job module right after "worker": sluice worker <job> [flags] (got ${JSON.stringify(request.jobPath)})`]);
+    return ExitCode.usage;
+  }
+  const problems: string[] = [];
+  let settings: WorkerLaunch['settings'] | undefined;
+  let jobFlags: WorkerLaunch['jobFlags'] | undefined;
+  try {
+    settings = parseWorkerSettings(request.worker);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(...err.message.split('\n'));
+  }
+  try {
+    jobFlags = parseFlagValues(job.flags, request.job);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(...(err instanceof FlagValueError ? err.problems : [err.message]));
+  }
+  if (settings === undefined || jobFlags === undefined) {
+    printLines([...problems.map((p) => `error: ${p}`), `(run "sluice worker ${jobArg} --help" to list the flags)`]);
+    return ExitCode.usage;
+  }
+  if (deps.runWorker === undefined) {
+    printLines(['error: this build of sluice cannot run cluster workers (functions/worker is not installed)']);
+    return ExitCode.usage;
+  }
+  return deps.runWorker({ jobPath: resolve(request.jobPath), jobFlags, settings });
 }

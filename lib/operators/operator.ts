@@ -23,6 +23,11 @@ export interface OperatorContext {
    * and transactions with `fencingTag(fencing)` and refuse to commit for an older epoch than one already seen.
    */
   readonly fencing: FencingToken;
+  /**
+   * Who commits a two-phase-commit sink's committables (SinkContext.commitMode): `coordinator` in a cluster slot,
+   * where the sink operator only hands them over with the checkpoint. @default 'self'
+   */
+  readonly sinkCommitMode?: 'self' | 'coordinator';
   /** Latest watermark this operator has received. */
   currentWatermark(): number;
   /**

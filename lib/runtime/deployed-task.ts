@@ -13,7 +13,7 @@ import { runSourceTask } from './source-task.ts';
 import type { TaskMetrics } from './task-metrics.ts';
 import { LateDropWarnings } from './late-drop-warnings.ts';
 import { CheckpointRequests, type CheckpointParticipant } from './checkpoint-driver/participant.ts';
-import { restoredTask, type RestoredJob } from './restore/restore-plan.ts';
+import { restoredTask, type RestoredJob, type RestoredTask } from './restore/restore-plan.ts';
 import type { SplitWatermarksSnapshot } from './split-watermarks.ts';
 
 /** What every task of a worker shares. */
@@ -35,6 +35,27 @@ export interface TaskSetup {
   readonly warn?: ((line: string) => void) | undefined;
   /** Watermark alignment of source splits across subtasks and workers. @default none (no source is aligned) */
   readonly alignment?: AlignmentLink | undefined;
+  /**
+   * How a task's part of `restored` is dealt. A cluster slot restores only its own subtask's state at an unchanged
+   * parallelism (restoredSlotTask in lib/runtime/cluster). @default restoredTask (redistribute every old subtask's state)
+   */
+  readonly restoreTask?: ((job: RestoredJob, vertex: Vertex, subtask: number) => RestoredTask | undefined) | undefined;
+  /** Who commits two-phase-commit sinks (see SinkContext.commitMode). @default 'self' */
+  readonly sinkCommitMode?: 'self' | 'coordinator' | undefined;
+  /**
+   * The key groups a source subtask reads (SourceReaderContext.alignedKeyGroups), for sources behind an aligned
+   * keyBy in a cluster slot. @default none: every source reads its splits whole
+   */
+  readonly alignedKeyGroups?: ((vertex: number, subtask: number) => AlignedKeyGroups | undefined) | undefined;
+  /** Told when a task's operators opened and restored their state (a slot reports when it is running). @default nothing */
+  readonly onTaskOpened?: ((vertex: number, subtask: number) => void) | undefined;
+}
+
+/** The key-group range of a slot that an aligned source reads. */
+export interface AlignedKeyGroups {
+  readonly start: number;
+  readonly end: number;
+  readonly maxParallelism: number;
 }
 
 export interface DeployedTask {
@@ -67,7 +88,7 @@ export function createTask(setup: TaskSetup, plan: PhysicalPlan, vertex: Vertex,
   const { writers, receivers, inputIndexOfChannel } = wiring;
   const warn = setup.warn ?? ((line: string) => process.stderr.write(`${line}\n`));
   const gate = new InputGate(receivers);
-  const restored = setup.restored === undefined ? undefined : restoredTask(setup.restored, vertex, subtask);
+  const restored = setup.restored === undefined ? undefined : (setup.restoreTask ?? restoredTask)(setup.restored, vertex, subtask);
   const chain = new OperatorChain({
     vertexName: vertex.name,
     subtask,
@@ -83,6 +104,8 @@ export function createTask(setup: TaskSetup, plan: PhysicalPlan, vertex: Vertex,
     fencing: setup.fencing,
     restored: restored?.operators,
     restoreStore: setup.restored?.sharedState,
+    sinkCommitMode: setup.sinkCommitMode,
+    onOpened: setup.onTaskOpened === undefined ? undefined : () => setup.onTaskOpened?.(vertex.id, subtask),
   });
   const requests = new CheckpointRequests(() => gate.post(() => {}));
   const metrics: TaskMetrics = { vertex: vertex.name, subtask, source: vertex.source !== undefined, recordsIn: 0, recordsOut: 0, droppedLateRecords: 0 };
@@ -126,6 +149,7 @@ export function createTask(setup: TaskSetup, plan: PhysicalPlan, vertex: Vertex,
             lateDrops,
             fencing: setup.fencing,
             alignment: setup.alignment,
+            alignedKeyGroups: setup.alignedKeyGroups?.(vertex.id, subtask),
             onReaderComplete: (notify) => {
               notifyReader = notify;
             },

@@ -61,6 +61,10 @@ export interface ChainSetup {
   readonly restored?: ReadonlyMap<number, RestoredOperatorState> | undefined;
   /** Where the restored checkpoint's shared state files are (file-based keyed state). */
   readonly restoreStore?: SharedStateStore | undefined;
+  /** Who commits two-phase-commit sinks (OperatorContext.sinkCommitMode). @default 'self' */
+  readonly sinkCommitMode?: 'self' | 'coordinator' | undefined;
+  /** Told once every operator of the chain opened (its state restored). @default nothing */
+  readonly onOpened?: (() => void) | undefined;
 }
 
 /** One operator's part of a task snapshot; a pending keyed snapshot is completed by the asynchronous phase. */
@@ -176,11 +180,13 @@ export class OperatorChain {
         timers: slot.timers,
         checkpointing: setup.checkpointing,
         fencing: setup.fencing,
+        ...(setup.sinkCommitMode === undefined ? {} : { sinkCommitMode: setup.sinkCommitMode }),
         currentWatermark: () => slot.watermark,
         requestProcessingTimeWakeup: (time) => this.requestWakeup(i, time),
       };
       await slot.operator.open?.(ctx, slot.output);
     }
+    setup.onOpened?.();
   }
 
   /**

@@ -51,6 +51,8 @@ export interface SourceTaskSetup {
   readonly onReaderComplete: (notify: (checkpointId: number) => Promise<void>) => void;
   /** Shares split watermarks with the other subtasks of the alignment group; undefined: no alignment. */
   readonly alignment: AlignmentLink | undefined;
+  /** Cluster slot behind an aligned keyBy: the key groups its reader keeps (SourceReaderContext.alignedKeyGroups). */
+  readonly alignedKeyGroups?: { readonly start: number; readonly end: number; readonly maxParallelism: number } | undefined;
 }
 
 /** Checks the timestamps records carry when the source has no WatermarkStrategy (nothing to generate). */
@@ -155,6 +157,7 @@ export async function runSourceTask(setup: SourceTaskSetup): Promise<void> {
       signal: setup.signal,
       fencing: setup.fencing,
       checkpointing: checkpoints.enabled,
+      ...(setup.alignedKeyGroups === undefined ? {} : { alignedKeyGroups: setup.alignedKeyGroups }),
     });
     const opened = reader;
     // A reader that cannot tell has nothing at all when it says 'wait'.

@@ -21,7 +21,15 @@ export class ObjectTaskStateStore implements TaskStateStore {
   private readonly fences: FenceRecords;
   private fenceRead: { readonly checkpointId: number; readonly current: Promise<FencingToken | undefined> } | undefined;
 
-  constructor(private readonly store: ObjectStore) {
+  /**
+   * `checkFence: false` for a cluster slot: its epoch is fenced by the control table's lease conditions, not by the
+   * job-wide fence record, which it must neither read nor depend on; files still carry the epoch in their names.
+   * @default checkFence true
+   */
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly options: { readonly checkFence?: boolean } = {},
+  ) {
     this.location = store.location;
     this.sharedState = new ObjectSharedState(store);
     this.fences = new FenceRecords(store);
@@ -33,7 +41,7 @@ export class ObjectTaskStateStore implements TaskStateStore {
       throw new InternalError(`"${name}" is not a task state file name (expected task-<vertex>-<subtask>.state)`);
     }
     const path = taskStatePath({ kind: 'checkpoint', checkpointId }, task, fencing?.epoch);
-    if (fencing !== undefined) assertNotFenced(`checkpoint storage ${this.location}`, await this.recordedFence(checkpointId), fencing);
+    if (fencing !== undefined && this.options.checkFence !== false) assertNotFenced(`checkpoint storage ${this.location}`, await this.recordedFence(checkpointId), fencing);
     const sha256 = await sha256Hex(data);
     try {
       await this.store.put(path, data, sha256);

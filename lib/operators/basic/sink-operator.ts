@@ -12,7 +12,7 @@ import type { Operator, OperatorContext } from '../operator.ts';
 import { crashPoint } from '../../core/fault-injection.ts';
 
 /** A committable waiting for its checkpoint to complete, as kept in operator state. */
-interface PendingCommittable {
+export interface PendingCommittable {
   readonly checkpointId: number;
   readonly committable: unknown;
 }
@@ -22,6 +22,10 @@ interface PendingCommittable {
  * at each checkpoint and commits when the checkpoint completes; committables restored from a checkpoint are
  * committed again at start (commits are idempotent). Without checkpointing, it prepares and commits at the end
  * of input.
+ *
+ * In coordinator commit mode (a cluster slot) it never commits: its operator state at checkpoint n is exactly the
+ * committables prepared at n, which the slot hands to the coordinator with its ack; restored ones are the
+ * coordinator's to recommit, so they are neither committed nor carried.
  */
 export class SinkOperator<T> implements Operator<T, never> {
   private writer: SinkWriter<T> | undefined;
@@ -29,10 +33,12 @@ export class SinkOperator<T> implements Operator<T, never> {
   private pending: PendingCommittable[] = [];
   private restored: readonly unknown[] = [];
   private checkpointing = false;
+  private coordinatorCommits = false;
 
   constructor(
     readonly name: string,
-    private readonly sink: Sink<T>,
+    /** The sink written to (a cluster reads its `externalCommit` descriptor). */
+    readonly sink: Sink<T>,
   ) {}
 
   initializeState(items: readonly unknown[]): void {
@@ -41,18 +47,21 @@ export class SinkOperator<T> implements Operator<T, never> {
 
   async open(ctx: OperatorContext): Promise<void> {
     this.checkpointing = ctx.checkpointing;
+    this.coordinatorCommits = ctx.sinkCommitMode === 'coordinator';
     const sinkCtx: SinkContext = {
       subtask: ctx.subtask,
       parallelism: ctx.parallelism,
       operatorName: this.name,
       fencing: ctx.fencing,
       checkpointing: ctx.checkpointing,
+      ...(ctx.sinkCommitMode === undefined ? {} : { commitMode: ctx.sinkCommitMode }),
     };
     if (isTwoPhaseCommitSink(this.sink)) {
       const sink = this.sink as TwoPhaseCommitSink<T, unknown>;
       this.committer = await sink.createCommitter(sinkCtx);
       // Committables of the restored (complete) checkpoint are committed first; the rest of earlier runs is dangling.
-      await this.committer.commit(this.restored);
+      // In coordinator mode the coordinator recommits the restored checkpoint's committables itself.
+      if (!this.coordinatorCommits) await this.committer.commit(this.restored);
       await sink.cleanUpDangling(sinkCtx, this.restored);
       this.restored = [];
     }
@@ -68,14 +77,15 @@ export class SinkOperator<T> implements Operator<T, never> {
   async snapshotState(checkpointId: number): Promise<unknown[]> {
     if (this.committer !== undefined) {
       const prepared = await (this.writer as TwoPhaseCommitSinkWriter<T, unknown>).prepareCommit(checkpointId);
-      for (const committable of prepared) this.pending.push({ checkpointId, committable });
       if (prepared.length > 0) crashPoint('after-prepare-commit');
+      if (this.coordinatorCommits) return prepared.map((committable): PendingCommittable => ({ checkpointId, committable }));
+      for (const committable of prepared) this.pending.push({ checkpointId, committable });
     }
     return [...this.pending];
   }
 
   async notifyCheckpointComplete(checkpointId: number): Promise<void> {
-    if (this.committer === undefined) return;
+    if (this.committer === undefined || this.coordinatorCommits) return;
     const done = this.pending.filter((p) => p.checkpointId <= checkpointId);
     if (done.length > 0) {
       await this.committer.commit(done.map((p) => p.committable));

@@ -10,6 +10,11 @@ export interface RocksDbScope {
   /** Stable across restarts of the same job (e.g. the logical node id or the operator's uid). */
   readonly operatorId: string;
   readonly subtask: number;
+  /**
+   * A folder on local disk for this backend's temp files (state files in transit), when the state directory is on
+   * shared storage (EFS). @default a `tmp-<instance>` folder beside the databases
+   */
+  readonly tempRoot?: string | undefined;
 }
 
 const DB_DIR = /^db-(\d+)-[0-9a-f]+$/;
@@ -32,6 +37,8 @@ export function scopeName(scope: RocksDbScope): string {
 export class LocalStateDirs {
   readonly base: string;
   readonly temp: string;
+  /** The folder holding `temp` and the temp folders of earlier instances of the same scope. */
+  private readonly tempBase: string;
   /** Databases of earlier instances, newest first, found when this instance was created. */
   readonly candidates: readonly string[];
   readonly instanceId: string;
@@ -42,7 +49,8 @@ export class LocalStateDirs {
     else if (scope.job === undefined) this.base = join(stateDir, scopeName(scope));
     else this.base = join(stateDir, safeName(scope.job, 80), scopeName(scope));
     mkdirSync(this.base, { recursive: true });
-    this.temp = join(this.base, `tmp-${this.instanceId}`);
+    this.tempBase = scope?.tempRoot === undefined ? this.base : join(scope.tempRoot, scopeName(scope));
+    this.temp = join(this.tempBase, `tmp-${this.instanceId}`);
     this.candidates = readdirSync(this.base)
       .map((entry) => ({ entry, time: DB_DIR.exec(entry)?.[1] }))
       .filter((e): e is { entry: string; time: string } => e.time !== undefined)
@@ -61,8 +69,9 @@ export class LocalStateDirs {
 
   /** Leftover temp directories of earlier instances. */
   staleTempDirs(): string[] {
-    return readdirSync(this.base)
+    mkdirSync(this.tempBase, { recursive: true });
+    return readdirSync(this.tempBase)
       .filter((e) => e.startsWith('tmp-') && e !== `tmp-${this.instanceId}`)
-      .map((e) => join(this.base, e));
+      .map((e) => join(this.tempBase, e));
   }
 }

@@ -8,6 +8,8 @@ import { compileRocksDbStateOptions, type RocksDbStateOptions } from './rocksdb-
 export interface RocksDbServicesOptions extends RocksDbStateOptions {
   /** Separates this job's databases from other jobs' under `stateDir` (e.g. a hash of the checkpoint directory). */
   readonly jobKey?: string;
+  /** Local-disk folder for temp files when `stateDir` is shared storage (see RocksDbScope.tempRoot). @default under stateDir */
+  readonly tempDir?: string;
   /** Processing-time clock for TTL. @default Date.now */
   readonly now?: () => number;
 }
@@ -42,7 +44,7 @@ export function rocksDbServices(options: RocksDbServicesOptions = {}): RocksDbKe
         ...(keyGroupOf === undefined ? {} : { keyGroupOf }),
         now,
         rocksdb: compiled,
-        scope: scope === undefined ? undefined : { job, operatorId: scope.operatorId, subtask: scope.subtask },
+        scope: scope === undefined ? undefined : { job, operatorId: scope.operatorId, subtask: scope.subtask, tempRoot: options.tempDir },
       }),
     createTimerService: (maxParallelism, keyedState, keyGroupOf) =>
       keyedState instanceof RocksDbKeyedStateBackend ? keyedState.timerService() : new HeapTimerService({ maxParallelism, keyGroupOf }),

@@ -1,0 +1,216 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { ConfigError } from '../../../lib/core/index.ts';
+import { decodeSlotCommittables } from '../../../lib/cluster/slot-committables.ts';
+import { memoryServices } from '../../../lib/runtime/default-services.ts';
+import { SlotRunner, type SlotRunnerInit } from '../../../lib/runtime/cluster/slot-runner.ts';
+import { FsObjectStore } from '../../../lib/storage/fs/fs-object-store.ts';
+import { committingSink } from '../../harness/committing-sink.ts';
+import { InMemoryControlTable } from '../../harness/cluster/in-memory-control.ts';
+import { buildJob, clusterConfig, commitMetadata, Feeds, keysOfSlot, MAX_P, P, tempDir, until, type Row } from './slot-fixtures.ts';
+
+const running: SlotRunner[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((r) => r.stop()));
+});
+
+function setup() {
+  const feeds = new Feeds();
+  const { plan, env } = buildJob(feeds);
+  const store = new FsObjectStore(tempDir('sluice-slot-'));
+  const table = new InMemoryControlTable();
+  table.config = clusterConfig(plan, store.location);
+  const events = { acked: [] as string[], fenced: [] as string[], warnings: [] as string[] };
+  const runner = (slot: number, epoch: number, extra: Partial<SlotRunnerInit> = {}): SlotRunner => {
+    const r = new SlotRunner({
+      plan,
+      jobOptions: env.options,
+      config: table.config!,
+      slot,
+      epoch,
+      owner: 'w1',
+      store,
+      acks: table,
+      services: memoryServices(),
+      control: table.control,
+      events: {
+        acked: (item) => events.acked.push(`${item.kind} ${item.checkpointId}#${item.slot}`),
+        fenced: (what, id) => events.fenced.push(`${what} ${id}`),
+        warn: (line) => events.warnings.push(line),
+      },
+      ...extra,
+    });
+    running.push(r);
+    return r;
+  };
+  return { feeds, plan, store, table, events, runner };
+}
+
+async function committablesOf(store: FsObjectStore, path: string): Promise<Row[]> {
+  const bytes = await store.get(path);
+  const object = decodeSlotCommittables(bytes!, path);
+  return object.sinks.flatMap((s) => s.committables.flatMap((c) => (c as { rows: Row[] }).rows));
+}
+
+describe('SlotRunner', () => {
+  it('injects a trigger at its sources and puts one ack item with every task handle and the committables object', async () => {
+    const { feeds, plan, store, table, runner } = setup();
+    const held = table.take(1, 'w1');
+    const slot = runner(1, held.epoch);
+    const started = await slot.start();
+    expect(started.restore).toBe('fresh');
+    const [a, b] = keysOfSlot(1, 2);
+    feeds.rows[1]!.push({ k: a!, v: 1 }, { k: b!, v: 10 }, { k: a!, v: 2 });
+    await until(() => feeds.read[1] === 3, 'the slot to read its rows');
+    table.trigger(1);
+    slot.onControl(table.control);
+    await until(() => table.ack(1, 1) !== undefined, 'the ack of checkpoint 1');
+    const ack = table.ack(1, 1)!;
+    if (ack.kind !== 'ack') throw new Error(`expected an ack, got ${ack.kind}`);
+    expect(ack.owner).toBe('w1');
+    expect(ack.epoch).toBe(held.epoch);
+    expect(ack.handles.map((h) => h.task)).toEqual(plan.vertices.map((v) => ({ vertex: v.id, subtask: 1 })));
+    for (const h of ack.handles) expect(h.path).toMatch(new RegExp(`task-${h.task.vertex}-1-e${held.epoch}\\.state$`));
+    expect(ack.committables?.path).toBe(`chk-0000000001/committables-1-e${held.epoch}.json`);
+    expect(await committablesOf(store, ack.committables!.path)).toEqual([
+      { k: a, v: 1 },
+      { k: b, v: 10 },
+      { k: a, v: 3 },
+    ]);
+    // Nothing was committed by the runtime (the sink's committer throws), and completion reaches the source.
+    table.complete(1, await commitMetadata(store, plan, 1, [ack]));
+    slot.onControl(table.control);
+    await until(() => feeds.completions[1]!.includes(1), 'completion of checkpoint 1 at the source');
+    // The same trigger seen again is not injected again: still exactly one ack, no refusal.
+    slot.onControl(table.control);
+    expect([...table.acks.keys()]).toEqual(['1#1']);
+  });
+
+  it('stops when its ack is refused because the lease moved on, and writes nothing more', async () => {
+    const { feeds, table, events, runner } = setup();
+    const held = table.take(0, 'w1');
+    const slot = runner(0, held.epoch);
+    await slot.start();
+    feeds.rows[0]!.push({ k: keysOfSlot(0, 1)[0]!, v: 5 });
+    await until(() => feeds.read[0] === 1, 'the slot to read');
+    table.take(0, 'w2');
+    table.trigger(1);
+    slot.onControl(table.control);
+    await until(() => events.fenced.length > 0, 'the refused ack');
+    expect(events.fenced).toEqual(['ack 1']);
+    expect(table.refused.map((a) => `${a.owner}@${a.epoch}`)).toEqual([`w1@${held.epoch}`]);
+    expect(table.acks.size).toBe(0);
+    await slot.done;
+    // A later trigger is ignored: the slot stopped.
+    table.trigger(2);
+    slot.onControl(table.control);
+    expect(table.refused).toHaveLength(1);
+  });
+
+  it('restores only its own task files of the completed checkpoint at a new epoch and continues exactly', async () => {
+    const { feeds, plan, store, table, runner } = setup();
+    const [a, b] = keysOfSlot(0, 2);
+    const first = runner(0, table.take(0, 'w1').epoch);
+    await first.start();
+    feeds.rows[0]!.push({ k: a!, v: 1 }, { k: b!, v: 2 });
+    await until(() => feeds.read[0] === 2, 'the first rows');
+    table.trigger(1);
+    first.onControl(table.control);
+    await until(() => table.ack(1, 0) !== undefined, 'the ack of checkpoint 1');
+    // Slot 1 never acked: the metadata lists only slot 0's tasks, which is all slot 0 may read.
+    table.complete(1, await commitMetadata(store, plan, 1, [table.ack(1, 0)!]));
+    first.onControl(table.control);
+    // Rows after the checkpoint are read, then the slot dies before the next one.
+    feeds.rows[0]!.push({ k: a!, v: 100 });
+    await until(() => feeds.read[0] === 3, 'the row after checkpoint 1');
+    first.stopNow(new Error('crash'));
+    await first.done;
+
+    const held = table.take(0, 'w1');
+    const second = runner(0, held.epoch, { control: table.control });
+    const started = await second.start();
+    expect(started).toMatchObject({ restore: 's3', checkpointId: 1 });
+    feeds.rows[0]!.push({ k: b!, v: 20 });
+    await until(() => feeds.read[0] === 4, 'the replayed and new rows');
+    table.trigger(2);
+    second.onControl(table.control);
+    await until(() => table.ack(2, 0) !== undefined, 'the ack of checkpoint 2');
+    const ack = table.ack(2, 0)!;
+    if (ack.kind !== 'ack') throw new Error('expected an ack');
+    expect(ack.epoch).toBe(held.epoch);
+    // The row read after checkpoint 1 is read again (its position was not checkpointed); sums continue from state.
+    expect(await committablesOf(store, ack.committables!.path)).toEqual([
+      { k: a, v: 101 },
+      { k: b, v: 22 },
+    ]);
+  });
+
+  it('fails the slot loudly when its own task file of the completed checkpoint is damaged', async () => {
+    const { feeds, plan, store, table, runner } = setup();
+    const first = runner(0, table.take(0, 'w1').epoch);
+    await first.start();
+    feeds.rows[0]!.push({ k: keysOfSlot(0, 1)[0]!, v: 1 });
+    await until(() => feeds.read[0] === 1, 'the row');
+    table.trigger(1);
+    first.onControl(table.control);
+    await until(() => table.ack(1, 0) !== undefined, 'the ack');
+    const ack = table.ack(1, 0)!;
+    table.complete(1, await commitMetadata(store, plan, 1, [ack]));
+    await first.stop();
+    if (ack.kind !== 'ack') throw new Error('expected an ack');
+    await store.put(ack.handles[0]!.path, new Uint8Array([1, 2, 3]));
+    const second = runner(0, table.take(0, 'w1').epoch, { control: table.control });
+    await expect(second.start()).rejects.toMatchObject({ code: 'SLOT_FAILED', message: expect.stringContaining('cannot restore checkpoint 1') });
+  });
+
+  it('gives an aligned source the slot key-group range, and fails the slot on a record of another slot', async () => {
+    const { feeds, table, runner } = setup();
+    const slot = runner(0, table.take(0, 'w1').epoch);
+    await slot.start();
+    expect(feeds.alignedRanges[0]).toEqual({ start: 0, end: MAX_P / P - 1, maxParallelism: MAX_P });
+    feeds.rows[0]!.push({ k: keysOfSlot(1, 1)[0]!, v: 1 });
+    await expect(slot.done).rejects.toMatchObject({ code: 'SLOT_FAILED', message: expect.stringContaining('belongs to slot 1') });
+  });
+
+  it('puts one decline item when a task of the slot cannot write its state', async () => {
+    const { table, runner, events } = setup();
+    class FailingTaskFiles extends FsObjectStore {
+      override put(path: string, data: Uint8Array): Promise<void> {
+        if (/task-1-0-e\d+\.state$/.test(path)) return Promise.reject(new Error('disk full'));
+        return super.put(path, data);
+      }
+    }
+    const held = table.take(0, 'w1');
+    const slot = runner(0, held.epoch, { store: new FailingTaskFiles(tempDir('sluice-slot-failing-')) });
+    await slot.start();
+    table.trigger(1);
+    slot.onControl(table.control);
+    await until(() => table.ack(1, 0) !== undefined, 'the decline of checkpoint 1');
+    expect(table.ack(1, 0)).toMatchObject({ kind: 'decline', owner: 'w1', epoch: held.epoch, reason: expect.stringContaining('disk full') });
+    expect(events.acked).toEqual(['decline 1#0']);
+  });
+
+  it('refuses a two-phase-commit sink without externalCommit, and exchange edges without the exchange stream', async () => {
+    const feeds = new Feeds();
+    const { plan, env } = buildJob(feeds, committingSink<Row>(new Map()) as never);
+    const store = new FsObjectStore(tempDir('sluice-slot-'));
+    const table = new InMemoryControlTable();
+    const base = {
+      plan,
+      jobOptions: env.options,
+      slot: 0,
+      epoch: 1,
+      owner: 'w1',
+      store,
+      acks: table,
+      services: memoryServices(),
+      control: undefined,
+      events: { acked() {}, fenced() {}, warn() {} },
+    };
+    await expect(new SlotRunner({ ...base, config: clusterConfig(plan, store.location) }).start()).rejects.toThrow(/has no externalCommit descriptor/);
+    const exchange = clusterConfig(buildJob(feeds).plan, store.location);
+    const withExchange = { ...exchange, edges: exchange.edges.map((e) => (e.mode === 'aligned' ? { ...e, mode: 'exchange' as const } : e)) };
+    const job = buildJob(feeds);
+    await expect(new SlotRunner({ ...base, plan: job.plan, config: withExchange }).start()).rejects.toThrow(ConfigError);
+    await expect(new SlotRunner({ ...base, plan: job.plan, config: withExchange }).start()).rejects.toThrow(/exchange edges need the exchange stream/);
+  });
+});

@@ -1,0 +1,81 @@
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { ExitCode } from '../../../lib/cli/exit-codes.ts';
+import { WORKER_DEFAULTS, type WorkerLaunch } from '../../../lib/cli/worker-command.ts';
+import { buildJob as buildEnv } from '../../../lib/runtime/load-job.ts';
+import { buildPhysicalPlan } from '../../../lib/graph/physical-plan.ts';
+import { FsObjectStore } from '../../../lib/storage/fs/fs-object-store.ts';
+import { runWorker } from '../../../functions/worker/main.ts';
+import { InMemoryControlTable, InMemoryLeaseKeeper } from '../../harness/cluster/in-memory-control.ts';
+import job, { fixtureFeeds } from './fixture-job.ts';
+import { clusterConfig, keysOfSlot, MAX_P, P, tempDir, until } from './slot-fixtures.ts';
+
+const jobPath = fileURLToPath(new URL('./fixture-job.ts', import.meta.url));
+
+function launch(checkpointDir: string): WorkerLaunch {
+  return {
+    jobPath,
+    jobFlags: {},
+    settings: {
+      jobId: 'job-1',
+      controlTable: 'control',
+      checkpointDir,
+      stateDir: tempDir('sluice-main-state-'),
+      exchangeStream: undefined,
+      maxSlots: undefined,
+      workerId: 'w1',
+      leaseDurationMs: WORKER_DEFAULTS.leaseDurationMs,
+      controlPollMs: 10,
+    },
+  };
+}
+
+describe('functions/worker runWorker', () => {
+  it('prints one JSON line per event, runs slots on RocksDB, and exits 0 after SIGTERM with its leases released', async () => {
+    const store = new FsObjectStore(tempDir('sluice-main-store-'));
+    const env = await buildEnv(job, {}, { parallelism: P, maxParallelism: MAX_P });
+    const table = new InMemoryControlTable();
+    table.config = clusterConfig(buildPhysicalPlan(env.graph, env.options), store.location);
+    const keeper = new InMemoryLeaseKeeper('w1', table);
+    const out: string[] = [];
+    let sigterm: () => void = () => {};
+    const exit = runWorker(launch(store.location), {
+      stdout: (t) => void out.push(t),
+      stderr: (t) => void out.push(`stderr: ${t}`),
+      adapters: () => Promise.resolve({ control: table, acks: table, leases: keeper }),
+      store,
+      tempRoot: tempDir('sluice-main-temp-'),
+      stopSignal: new Promise((resolve) => (sigterm = resolve)),
+    });
+    const events = () => out.join('').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l) as Record<string, unknown>);
+    await until(() => keeper.listening, 'the worker to take leases');
+    keeper.grant(0);
+    keeper.grant(1);
+    await until(() => events().filter((e) => e['event'] === 'slot-started').length === 2, 'both slots to start');
+    fixtureFeeds.rows[0]!.push({ k: keysOfSlot(0, 1)[0]!, v: 3 });
+    table.trigger(1);
+    await until(() => events().filter((e) => e['event'] === 'ack').length === 2, 'two acks');
+    sigterm();
+    expect(await exit).toBe(ExitCode.ok);
+    const names = events().map((e) => `${String(e['event'])}${e['slot'] === undefined ? '' : ` ${String(e['slot'])}`}`);
+    expect(names.filter((n) => n.startsWith('lease-acquired'))).toEqual(['lease-acquired 0', 'lease-acquired 1']);
+    expect(names.filter((n) => n.startsWith('released')).sort()).toEqual(['released 0', 'released 1']);
+    expect(events().find((e) => e['event'] === 'slot-started')).toMatchObject({ restore: 'fresh', epoch: 1 });
+    expect(typeof events()[0]!['at']).toBe('string');
+    expect(keeper.closed).toBe(true);
+    expect([...table.leases.values()].map((l) => l.owner)).toEqual([undefined, undefined]);
+  });
+
+  it('exits 2 naming init when the job was never deployed', async () => {
+    const table = new InMemoryControlTable();
+    const err: string[] = [];
+    const code = await runWorker(launch(tempDir('sluice-main-store-')), {
+      stdout: () => {},
+      stderr: (t) => void err.push(t),
+      adapters: () => Promise.resolve({ control: table, acks: table, leases: new InMemoryLeaseKeeper('w1', table) }),
+      stopSignal: new Promise(() => {}),
+    });
+    expect(code).toBe(ExitCode.usage);
+    expect(err.join('')).toMatch(/sluice aws init/);
+  });
+});
