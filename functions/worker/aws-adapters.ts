@@ -1,8 +1,9 @@
-import { ConfigError } from '../../lib/core/index.ts';
 import type { AckWriter, ControlReader, SlotLeaseKeeper } from '../../lib/cluster/ports.ts';
 import type { WorkerSettings } from '../../lib/cli/worker-command.ts';
+import { DynamoDbLeaseKeeper } from '../../lib/connectors/aws/cluster/dynamodb-lease-keeper.ts';
+import { WorkerControlTable } from '../../lib/connectors/aws/cluster/worker-control-table.ts';
 
-/** What the worker needs of the control table: the leases part's DynamoDB adapters, or in-memory ones in tests. */
+/** What the worker needs of the control table: the DynamoDB adapters, or in-memory ones in tests. */
 export interface WorkerAdapters {
   readonly control: ControlReader;
   readonly acks: AckWriter;
@@ -15,21 +16,35 @@ export interface WorkerAdapterRequest {
 }
 
 /**
- * The DynamoDB adapters of the control table for one worker. The only place the worker names them: the leases
- * part builds `WorkerControlTable` (lib/connectors/aws/cluster/worker-control-table.ts: ControlReader + AckWriter,
- * consistent reads, acks as TransactWriteItems [ConditionCheck lease owner+epoch, Put]) and `DynamoDbLeaseKeeper`
- * (lib/connectors/aws/cluster/dynamodb-lease-keeper.ts). At the merge this becomes:
- *
- *   const table = new WorkerControlTable({ tableName: settings.controlTable, jobId: settings.jobId });
- *   const leases = new DynamoDbLeaseKeeper({ table, workerId, leaseDurationMs: settings.leaseDurationMs, maxSlots: settings.maxSlots });
- *   return { control: table, acks: table, leases };
- *
- * Until then a worker can only run with adapters passed in (tests, `runWorker({ adapters })`).
+ * The DynamoDB adapters of the control table for one worker: one WorkerControlTable (ControlReader + AckWriter,
+ * consistent reads, acks as TransactWriteItems [ConditionCheck lease owner+epoch, Put]) shared by the lease keeper.
+ * The client takes its endpoint, region and credentials from the SDK's default chains (AWS_ENDPOINT_URL_DYNAMODB
+ * for emulators). Closing the keeper forgets the worker's heartbeat; the table's client is closed with the keeper.
  */
 export function createWorkerAwsAdapters(request: WorkerAdapterRequest): Promise<WorkerAdapters> {
-  return Promise.reject(
-    new ConfigError(
-      `the DynamoDB control-table adapters are not part of this build yet: worker ${request.workerId} cannot reach control table ${request.settings.controlTable}`,
-    ),
-  );
+  const { settings, workerId } = request;
+  const table = new WorkerControlTable({ tableName: settings.controlTable, jobId: settings.jobId });
+  const keeper = new DynamoDbLeaseKeeper(table, {
+    workerId,
+    leaseDurationMs: settings.leaseDurationMs,
+    ...(settings.maxSlots === undefined ? {} : { maxSlots: settings.maxSlots }),
+  });
+  const leases: SlotLeaseKeeper = {
+    get workerId() {
+      return keeper.workerId;
+    },
+    start: (onEvent) => keeper.start(onEvent),
+    held: () => keeper.held(),
+    restartLocally: (slot) => keeper.restartLocally(slot),
+    handOver: (slot) => keeper.handOver(slot),
+    release: (slot) => keeper.release(slot),
+    close: async () => {
+      try {
+        await keeper.close();
+      } finally {
+        table.close();
+      }
+    },
+  };
+  return Promise.resolve({ control: table, acks: table, leases });
 }
