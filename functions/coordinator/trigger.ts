@@ -15,8 +15,11 @@ export function handler(input: CycleState): Promise<CycleState> {
     const deadline = deadlineOf(input, s);
     await session.settle();
     await session.takeRequests();
-    if ((session.coordinatorItem?.sinkCommits ?? []).length === 0) await session.follow(session.coordinator.tick(s.now()));
+    const sinksPending = (session.coordinatorItem?.sinkCommits ?? []).length > 0;
+    if (!sinksPending) await session.follow(session.coordinator.tick(s.now()));
     await session.ensureTrigger();
-    return nextCycleState({ ...input, deadline }, s, session.coordinator);
+    const next = nextCycleState({ ...input, deadline }, s, session.coordinator);
+    // A completed checkpoint's sinks come first (a CommitSinks that failed last cycle): no trigger before they are committed.
+    return sinksPending && next.phase !== 'done' ? { ...next, phase: 'commit', waitSeconds: 0 } : next;
   });
 }

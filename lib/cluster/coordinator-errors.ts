@@ -22,6 +22,7 @@ export class CoordinatorSupersededError extends SluiceError {
  */
 export class ClusterControlError extends SluiceError {
   constructor(message: string, options: { cause?: unknown; retriable?: boolean } = {}) {
-    super('CLUSTER_CONTROL', message, { retriable: options.retriable ?? true, ...(options.cause === undefined ? {} : { cause: options.cause }) });
+    const why = options.cause === undefined ? '' : `: ${options.cause instanceof Error ? options.cause.message : String(options.cause)}`;
+    super('CLUSTER_CONTROL', `${message}${why}`, { retriable: options.retriable ?? true, ...(options.cause === undefined ? {} : { cause: options.cause }) });
   }
 }

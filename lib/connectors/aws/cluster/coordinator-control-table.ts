@@ -186,9 +186,10 @@ export class CoordinatorControlTable {
         new UpdateItemCommand({
           TableName: this.table,
           Key: this.key(ControlKeys.control),
-          UpdateExpression: 'SET #field = :value, #gen = if_not_exists(#gen, :zero), #sct = if_not_exists(#sct, :zero)',
+          // Defaults for the counters workers read, except the one being set (two paths may not overlap).
+          UpdateExpression: `SET #field = :value, #gen = if_not_exists(#gen, :zero)${field === 'sinkCommittedThrough' ? '' : ', #sct = if_not_exists(#sct, :zero)'}`,
           ConditionExpression: `attribute_not_exists(#field) OR ${newer}`,
-          ExpressionAttributeNames: { '#field': field, '#gen': 'leaseGeneration', '#sct': 'sinkCommittedThrough' },
+          ExpressionAttributeNames: { '#field': field, '#gen': 'leaseGeneration', ...(field === 'sinkCommittedThrough' ? {} : { '#sct': 'sinkCommittedThrough' }) },
           ExpressionAttributeValues: {
             ':value': marshall({ v: value }, MARSHALL)['v'] as AttributeValue,
             ':id': { N: String(checkpointId) },
