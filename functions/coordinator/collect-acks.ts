@@ -14,7 +14,7 @@ export function handler(input: CycleState): Promise<CycleState> {
     if (session === undefined) return { execution: input.execution, status: 'waiting', phase: 'done', waitSeconds: 0 };
     await session.settle();
     await session.collectAcks();
-    const next = nextCycleState(input, s, session.coordinator);
-    return next.phase === 'collect' || next.phase === 'done' ? next : { ...next, phase: 'commit', waitSeconds: 0 };
+    const next = nextCycleState(input, s, session.coordinator, session.sinksPending());
+    return next.phase === 'idle' ? { ...next, phase: 'commit', waitSeconds: 0 } : next;
   });
 }

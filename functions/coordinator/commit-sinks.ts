@@ -14,6 +14,6 @@ export function handler(input: CycleState): Promise<CycleState> {
     if (session === undefined) return { execution: input.execution, status: 'waiting', phase: 'done', waitSeconds: 0 };
     await session.settle();
     await session.commitSinks();
-    return nextCycleState(input, s, session.coordinator);
+    return nextCycleState(input, s, session.coordinator, session.sinksPending());
   });
 }

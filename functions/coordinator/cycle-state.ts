@@ -25,9 +25,11 @@ export function deadlineOf(input: CycleState, settings: CoordinatorSettings): nu
 }
 
 /** The output of a cycle handler: where the cycle goes next. */
-export function nextCycleState(input: CycleState, settings: CoordinatorSettings, coordinator: CheckpointCoordinator): CycleState {
+export function nextCycleState(input: CycleState, settings: CoordinatorSettings, coordinator: CheckpointCoordinator, sinksPending: boolean): CycleState {
   const deadline = deadlineOf(input, settings);
   const status = coordinator.status;
+  // A completed checkpoint's sinks come first, also after a stop (its savepoint's committables) and past the deadline.
+  if (sinksPending) return { execution: input.execution, deadline, status, phase: 'commit', waitSeconds: 0 };
   const wait = cycleWait(coordinator, { now: settings.now(), deadline, ackPollMs: settings.ackPollMs });
   return { execution: input.execution, deadline, status, ...(status === 'running' ? wait : { phase: 'done', waitSeconds: 0 }) };
 }

@@ -76,6 +76,11 @@ export class CoordinatorSession {
     return new CoordinatorSession(settings, table, config, storage, commitPoint, savepoints, compiled, execution, item);
   }
 
+  /** Completed checkpoints (or a stop's savepoint) whose sinks are not committed yet. */
+  sinksPending(): boolean {
+    return (this.item?.sinkCommits ?? []).length > 0;
+  }
+
   get coordinatorItem(): CoordinatorItem | undefined {
     return this.item;
   }
@@ -219,7 +224,6 @@ export class CoordinatorSession {
       .map(([, ref]) => ref);
     const coordinator = this.coordinator;
     if (outcome === 'refused') {
-      this.log({ event: 'checkpoint-aborted', checkpointId: id, reason });
       await this.saveStep(rest, coordinator.abort(id, reason, this.now()));
       return;
     }

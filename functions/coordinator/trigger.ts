@@ -18,8 +18,6 @@ export function handler(input: CycleState): Promise<CycleState> {
     const sinksPending = (session.coordinatorItem?.sinkCommits ?? []).length > 0;
     if (!sinksPending) await session.follow(session.coordinator.tick(s.now()));
     await session.ensureTrigger();
-    const next = nextCycleState({ ...input, deadline }, s, session.coordinator);
-    // A completed checkpoint's sinks come first (a CommitSinks that failed last cycle): no trigger before they are committed.
-    return sinksPending && next.phase !== 'done' ? { ...next, phase: 'commit', waitSeconds: 0 } : next;
+    return nextCycleState({ ...input, deadline }, s, session.coordinator, session.sinksPending());
   });
 }
