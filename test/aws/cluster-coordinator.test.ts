@@ -11,6 +11,8 @@ import { SinkCommitRegistry, type ExternalCommitterFactory } from '../../lib/con
 import { DEFAULT_SINK_COMMIT_REGISTRY } from '../../lib/connectors/aws/cluster/sink-commit-registry.ts';
 import { ensureCheckpointCommitTable } from '../../lib/connectors/aws/s3/ensure-commit-table.ts';
 import { openS3CheckpointStorage } from '../../lib/connectors/aws/s3/open-s3-checkpoint-storage.ts';
+import type { DynamoDbCommitPoint } from '../../lib/connectors/aws/s3/dynamodb-commit-point.ts';
+import { CoordinatorControlTable } from '../../lib/connectors/aws/cluster/coordinator-control-table.ts';
 import { LocalStepFunctions } from '../../functions/coordinator/local/local-step-functions.ts';
 import { handler as recover } from '../../functions/coordinator/recover.ts';
 import { handler as trigger } from '../../functions/coordinator/trigger.ts';
@@ -228,6 +230,7 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     await expectSinkEqualsReference(job);
     const control = await job.control();
     expect(control?.completed?.checkpointId).toBe(Math.max(...job.completed()));
+    if (process.env['TRACE_COORDINATOR'] === '1') console.log(JSON.stringify({ completed: job.completed().length, stats: sfn.stats }));
     // `sluice checkpoints` and restores read the same commit records.
     const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });
     const listed = (await storage.list()).filter((c) => c.status === 'complete').map((c) => c.checkpointId);
@@ -302,6 +305,23 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });
     const latest = await storage.latestComplete();
     expect(latest?.checkpointId).toBe(Math.max(...completed));
+  });
+
+  it('commits metadata on the lease-generation condition; a repeat of the same bytes is committed whatever the generation', async () => {
+    const job = await newJob();
+    const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });
+    const point = storage.catalog.commitPoint as DynamoDbCommitPoint;
+    const table = new CoordinatorControlTable(dynamo.client, CONTROL, job.jobId);
+    const bytes = new TextEncoder().encode('metadata bytes');
+    const sha = createHash('sha256').update(bytes).digest('hex');
+    await job.bumpGeneration();
+    expect(await point.commitConditioned(9, 'chk-9/_metadata', bytes, sha, [table.leaseGenerationCheck(0)])).toBe('refused');
+    expect(await point.commitConditioned(9, 'chk-9/_metadata', bytes, sha, [table.leaseGenerationCheck(1)])).toBe('committed');
+    await job.bumpGeneration();
+    expect(await point.commitConditioned(9, 'chk-9/_metadata', bytes, sha, [table.leaseGenerationCheck(1)])).toBe('committed');
+    const other = new TextEncoder().encode('other bytes');
+    await expect(point.commitConditioned(9, 'chk-9/_metadata', other, createHash('sha256').update(other).digest('hex'), [table.leaseGenerationCheck(2)])).rejects.toThrow(/already committed/);
+    expect((await point.records()).get(9)?.sha256).toBe(sha);
   });
 
   it('a second execution supersedes the first', async () => {
