@@ -2,11 +2,16 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GetItemCommand, PutItemCommand, ScanCommand, UpdateItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import type { S3Client } from '@aws-sdk/client-s3';
-import { ControlKeys, jobPartition, type AckItem, type ClusterConfigItem, type ControlItem, type RequestItem } from '../../lib/cluster/control-items.ts';
+import { S3Client } from '@aws-sdk/client-s3';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { ControlKeys, jobPartition, type AckItem, type ClusterConfigItem, type ControlItem, type CoordinatorItem, type RequestItem } from '../../lib/cluster/control-items.ts';
+import { checkpointDirName, metadataPath } from '../../lib/checkpoint/naming.ts';
 import { encodeSlotCommittables, slotCommittablesName } from '../../lib/cluster/slot-committables.ts';
 import { dynamoDbSink } from '../../lib/connectors/aws/dynamodb/dynamodb-sink.ts';
 import { ensureTable } from '../../lib/connectors/aws/dynamodb/ensure-table.ts';
+import type { DynamoDbCommitter } from '../../lib/connectors/aws/dynamodb/dynamodb-committer.ts';
+import type { DynamoDbCommittable } from '../../lib/connectors/aws/dynamodb/committable.ts';
+import { dynamoDbCommitterFromDescriptor } from '../../lib/connectors/aws/dynamodb/external-commit.ts';
 import { SinkCommitRegistry, type ExternalCommitterFactory } from '../../lib/connectors/aws/cluster/sink-commit-registry.ts';
 import { DEFAULT_SINK_COMMIT_REGISTRY } from '../../lib/connectors/aws/cluster/sink-commit-registry.ts';
 import { ensureCheckpointCommitTable } from '../../lib/connectors/aws/s3/ensure-commit-table.ts';
@@ -16,6 +21,7 @@ import { CoordinatorControlTable } from '../../lib/connectors/aws/cluster/coordi
 import { LocalStepFunctions } from '../../functions/coordinator/local/local-step-functions.ts';
 import { handler as recover } from '../../functions/coordinator/recover.ts';
 import { handler as trigger } from '../../functions/coordinator/trigger.ts';
+import { handler as collectAcks } from '../../functions/coordinator/collect-acks.ts';
 import { useSettings, type CoordinatorSettings } from '../../functions/coordinator/settings.ts';
 import { startDynamoDbLocal, type DynamoDbLocal } from '../harness/aws/dynamodb-local.ts';
 import { startS3Emulator, type S3Emulator } from '../harness/aws/s3-emulator.ts';
@@ -167,7 +173,7 @@ function fakeWorkers(job: Job, options: { beforeAck?: (checkpointId: number) => 
             ],
           };
           const bytes = encodeSlotCommittables({ version: 1, checkpointId: t.checkpointId, slot, epoch, sinks: [{ nodeId: 7, committables: t.savepoint && t.stop !== true ? [] : [committable] }] });
-          const path = `chk-${t.checkpointId}/${slotCommittablesName(slot, epoch)}`;
+          const path = `${checkpointDirName(t.checkpointId)}/${slotCommittablesName(slot, epoch)}`;
           await storage.store.put(path, bytes);
           const ack: AckItem = {
             kind: 'ack',
@@ -259,20 +265,22 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     expect(job.events.some((e) => e['event'] === 'checkpoint-aborted' && e['checkpointId'] === bumped)).toBe(true);
   });
 
-  it('retries CommitSinks that throws once halfway: markers say already committed, the table equals the reference', async () => {
+  it('retries CommitSinks that throws once halfway: the repeat changes nothing (request tokens, markers), the table equals the reference', async () => {
     let thrown = false;
+    const committers: DynamoDbCommitter[] = [];
     const failingOnce: ExternalCommitterFactory = (descriptor, context) => {
-      const real = DEFAULT_SINK_COMMIT_REGISTRY.committerFor({ nodeId: 7, name: 'sink', externalCommit: descriptor }, context);
+      const real = dynamoDbCommitterFromDescriptor(descriptor, context.dynamoDbClient);
+      committers.push(real);
       return {
         async commit(committables) {
           // Half of a checkpoint's committables go through, then the handler dies.
           const half = Math.ceil(committables.length / 2);
-          await real.commit(committables.slice(0, half));
+          await real.commit(committables.slice(0, half) as DynamoDbCommittable[]);
           if (!thrown) {
             thrown = true;
             throw new Error('injected: CommitSinks dies halfway');
           }
-          await real.commit(committables.slice(half));
+          await real.commit(committables.slice(half) as DynamoDbCommittable[]);
         },
       };
     };
@@ -285,6 +293,14 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     await run;
     await workers.stop();
     expect(thrown).toBe(true);
+    // The retry sent the first half again: DynamoDB took it as already done (its request token within 10 minutes,
+    // its commit marker after that), so every slot's counter moved once per checkpoint.
+    const resent = committers.reduce((n, c) => n + c.stats.committed + c.stats.alreadyCommitted, 0);
+    const committed = new Set(job.events.filter((e) => e['event'] === 'sinks-committed').map((e) => e['checkpointId'])).size;
+    expect(resent).toBeGreaterThan(committed * P);
+    const scan = await dynamo.client.send(new ScanCommand({ TableName: SINK, ConsistentRead: true }));
+    const markers = (scan.Items ?? []).map((i) => unmarshall(i) as { pk: string }).filter((i) => i.pk.startsWith(`#sluice-commit#${job.jobId}/`));
+    expect(markers.length).toBe(committed * P);
     await expectSinkEqualsReference(job);
   });
 
@@ -322,6 +338,41 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     const other = new TextEncoder().encode('other bytes');
     await expect(point.commitConditioned(9, 'chk-9/_metadata', other, createHash('sha256').update(other).digest('hex'), [table.leaseGenerationCheck(2)])).rejects.toThrow(/already committed/);
     expect((await point.records()).get(9)?.sha256).toBe(sha);
+  });
+
+  it('Recover of a new execution finishes the metadata commit a dead handler left pending, with the same bytes', async () => {
+    const job = await newJob({ intervalMs: 1 });
+    // The metadata upload fails while CollectAcks runs: it dies after persisting the exact metadata.
+    let failMetadata = false;
+    const faulty = new S3Client({ ...s3.clientConfig, forcePathStyle: true, requestHandler: new NodeHttpHandler() });
+    faulty.middlewareStack.add(
+      (next, context) => async (args) => {
+        const key = (args.input as { Key?: string }).Key ?? '';
+        if (failMetadata && context.commandName === 'PutObjectCommand' && key.endsWith('_metadata')) throw new Error('injected: metadata upload lost');
+        return next(args);
+      },
+      { step: 'initialize', name: 'failMetadata' },
+    );
+    useSettings({ ...job.settings, s3: faulty });
+    const workers = fakeWorkers(job);
+    await recover({ execution: 'A' });
+    await until('a trigger', async () => (await trigger({ execution: 'A' })).phase === 'collect');
+    const id = (await job.control())?.trigger?.checkpointId ?? -1;
+    await until('the acks of the trigger', async () => (await job.item(ControlKeys.ack(id, P - 1))) !== undefined);
+    failMetadata = true;
+    await expect(collectAcks({ execution: 'A' })).rejects.toThrow(/metadata/);
+    const pending = (await job.item<CoordinatorItem>(ControlKeys.coordinator))?.pendingCommit;
+    expect(pending?.checkpointId).toBe(id);
+    failMetadata = false;
+    expect((await recover({ execution: 'B' })).status).toBe('running');
+    await workers.stop();
+    expect(job.completed()).toEqual([id]);
+    expect((await job.control())?.completed?.checkpointId).toBe(id);
+    expect((await job.item<CoordinatorItem>(ControlKeys.coordinator))?.pendingCommit).toBeUndefined();
+    const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });
+    const stored = await storage.store.get(metadataPath({ kind: 'checkpoint', checkpointId: id }));
+    expect(Buffer.from(stored ?? new Uint8Array()).toString('utf8')).toBe(pending?.metadataJson);
+    await expectSinkEqualsReference(job);
   });
 
   it('a second execution supersedes the first', async () => {
