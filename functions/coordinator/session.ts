@@ -145,6 +145,10 @@ export class CoordinatorSession {
       const metadataJson = Buffer.from(encodeMetadata(write.metadata)).toString('utf8');
       pendingCommit = { checkpointId: write.metadata.checkpointId, metadataJson, leaseGeneration: trigger.leaseGeneration, ...(write.kind === 'writeSavepoint' ? { savepoint: true } : {}) };
     }
+    const unchanged =
+      write === undefined && outbox.length === 0 && Object.keys(changes).length === 0 && JSON.stringify(step.coordinator.state) === JSON.stringify(item.state);
+    // An idle tick changes nothing: no write (the cycle's most frequent call).
+    if (unchanged) return this.settle();
     await this.save({
       ...item,
       ...changes,

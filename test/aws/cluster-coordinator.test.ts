@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GetItemCommand, PutItemCommand, ScanCommand, UpdateItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, GetItemCommand, PutItemCommand, ScanCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
@@ -225,9 +225,21 @@ async function expectSinkEqualsReference(job: Job): Promise<void> {
 
 describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }, () => {
   it('completes checkpoints and commits their sinks in order, through the ASL run locally', async () => {
-    const job = await newJob();
+    const job = await newJob({ intervalMs: 2000 });
+    // The coordinator's own clients, counting its requests (the figures in docs/cluster.md).
+    const calls: Record<string, number> = {};
+    const count = (service: string) => (name: string | undefined): void => {
+      const key = `${service}:${name ?? '?'}`;
+      calls[key] = (calls[key] ?? 0) + 1;
+    };
+    const ddb = new DynamoDBClient({ ...dynamo.clientConfig, requestHandler: new NodeHttpHandler() });
+    ddb.middlewareStack.add((next, context) => (args) => (count('dynamodb')(context.commandName), next(args)), { step: 'initialize', name: 'countCalls' });
+    const s3c = new S3Client({ ...s3.clientConfig, forcePathStyle: true, requestHandler: new NodeHttpHandler() });
+    s3c.middlewareStack.add((next, context) => (args) => (count('s3')(context.commandName), next(args)), { step: 'initialize', name: 'countCalls' });
+    useSettings({ ...job.settings, dynamo: ddb, s3: s3c });
     const workers = fakeWorkers(job);
-    const sfn = await LocalStepFunctions.load({ waitMs: 100 });
+    // Waits as the ASL says (1 s ack polls, the 2 s interval), so the counts are those of a deployment.
+    const sfn = await LocalStepFunctions.load({ waitMs: 'asl' });
     const run = sfn.run();
     await until('3 sink commits', () => job.events.filter((e) => e['event'] === 'sinks-committed').length >= 3);
     sfn.stop();
@@ -236,7 +248,7 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     await expectSinkEqualsReference(job);
     const control = await job.control();
     expect(control?.completed?.checkpointId).toBe(Math.max(...job.completed()));
-    if (process.env['TRACE_COORDINATOR'] === '1') console.log(JSON.stringify({ completed: job.completed().length, stats: sfn.stats }));
+    if (process.env['TRACE_COORDINATOR'] === '1') console.log(JSON.stringify({ completed: job.completed().length, stats: sfn.stats, calls }));
     // `sluice checkpoints` and restores read the same commit records.
     const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });
     const listed = (await storage.list()).filter((c) => c.status === 'complete').map((c) => c.checkpointId);

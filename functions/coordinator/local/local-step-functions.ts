@@ -81,8 +81,8 @@ export function taskPlaceholders(definition: AslDefinition, substitutions: Reado
 }
 
 export interface LocalStepFunctionsOptions {
-  /** Every Wait state lasts this long instead of its Seconds/SecondsPath. @default 200 */
-  readonly waitMs?: number;
+  /** Every Wait state lasts this long instead of its Seconds/SecondsPath; 'asl': as the definition says. @default 200 */
+  readonly waitMs?: number | 'asl';
   /** Every Retry waits this long between attempts. @default 50 */
   readonly retryIntervalMs?: number;
   /** Wraps a handler, e.g. to inject a failure (the real handler must still be called to do the work). */
@@ -183,6 +183,7 @@ export class LocalStepFunctions {
 
   private waits(): Record<string, number> {
     const ms = this.options.waitMs ?? 200;
+    if (ms === 'asl') return {};
     return { Wait: ms, WaitForConfig: ms, WaitAfterAbort: ms };
   }
 
