@@ -235,7 +235,10 @@ export class CoordinatorSession {
     const sinkCommits = [...(item.sinkCommits ?? [])];
     if ((pending.savepoint !== true || savepointStop) && !sinkCommits.some((c) => c.checkpointId === id)) sinkCommits.push({ checkpointId: id, refs });
     this.log({ event: pending.savepoint === true ? 'savepoint-written' : 'checkpoint-completed', checkpointId: id, slots: refs.length });
-    await this.saveStep({ ...rest, sinkCommits }, coordinator.metadataCommitted(id, this.now()));
+    // A savepoint has its own copies now; its staging files in checkpoint storage go, as the embedded runner's do
+    // (a stop's only once its committables are committed: CommitSinks removes them).
+    const staging: CoordinatorCommand[] = pending.savepoint === true && !savepointStop ? [{ kind: 'discard', checkpointIds: [id] }] : [];
+    await this.saveStep({ ...rest, sinkCommits, outbox: [...(rest.outbox ?? []), ...staging] }, coordinator.metadataCommitted(id, this.now()));
   }
 
   private async saveStep(base: Omit<CoordinatorItem, 'version' | 'execution' | 'state'>, step: CoordinatorStep): Promise<void> {
@@ -356,6 +359,8 @@ export class CoordinatorSession {
       if (next === undefined) return done;
       const handed = await this.commitSinksOf(next.checkpointId, next.refs);
       await this.table.setSinkCommittedThrough(next.checkpointId);
+      // A stop's savepoint (not a retained checkpoint): its staging files are not needed any more.
+      if (!this.require().state.retained.includes(next.checkpointId)) await this.storage.discard(next.checkpointId);
       const item = this.require();
       await this.save({ ...item, sinkCommits: (item.sinkCommits ?? []).filter((c) => c.checkpointId !== next.checkpointId) });
       this.log({ event: 'sinks-committed', checkpointId: next.checkpointId, committables: handed });

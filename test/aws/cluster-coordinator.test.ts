@@ -416,5 +416,9 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     expect(control?.halted?.checkpointId).toBe(stop?.result?.checkpointId);
     expect(control?.sinkCommittedThrough).toBe(stop?.result?.checkpointId);
     await expectSinkEqualsReference(job);
+    // Both savepoints have their own copies; their staging folders in checkpoint storage are gone.
+    const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });
+    const folders = await storage.store.listFolders('');
+    for (const r of [sp, stop]) expect(folders).not.toContain(checkpointDirName(r?.result?.checkpointId ?? -1));
   });
 });
