@@ -1,11 +1,12 @@
 import { CheckpointCoordinator, type CoordinatorStep } from '../../lib/checkpoint/coordinator.ts';
 import { compileCoordinatorOptions, type CompiledCoordinatorOptions } from '../../lib/checkpoint/coordinator-options.ts';
 import type { CoordinatorCommand } from '../../lib/checkpoint/coordinator-protocol.ts';
-import { metadataPath } from '../../lib/checkpoint/naming.ts';
+import { metadataPath, parseSharedFilePath, SHARED_DIR_NAME } from '../../lib/checkpoint/naming.ts';
 import type { CheckpointMetadata } from '../../lib/checkpoint/types.ts';
 import type { ClusterConfigItem, ControlItem, CoordinatorItem, SlotCommittablesRef } from '../../lib/cluster/control-items.ts';
 import { applyAcks, controlTriggerFor, requestItemOf, splitCommands } from '../../lib/cluster/coordinator-cycle.ts';
 import { ClusterControlError, CoordinatorSupersededError } from '../../lib/cluster/coordinator-errors.ts';
+import { collectableSharedFiles } from '../../lib/cluster/shared-file-collection.ts';
 import { ConfigError, InternalError } from '../../lib/core/index.ts';
 import { commitCheckpointSinks } from '../../lib/connectors/aws/cluster/checkpoint-sink-commits.ts';
 import { CoordinatorControlTable } from '../../lib/connectors/aws/cluster/coordinator-control-table.ts';
@@ -383,6 +384,23 @@ export class CoordinatorSession {
       },
       (path) => this.storage.store.get(path),
     );
+  }
+
+  /**
+   * Deletes shared state files no complete checkpoint lists that are older than twice the checkpoint timeout
+   * (what a checkpoint that never completed uploaded). Only the coordinator does this; nothing when a checkpoint
+   * reads as corrupt (what it lists is unknown). Returns how many went.
+   */
+  async collectSharedFiles(): Promise<number> {
+    const found = (await this.storage.store.objects.listObjects(SHARED_DIR_NAME)).filter((o) => parseSharedFilePath(o.path) !== undefined);
+    if (found.length === 0) return 0;
+    const stored = await this.storage.list();
+    if (stored.some((c) => c.status !== 'complete')) return 0;
+    const complete = stored.flatMap((c) => (c.status === 'complete' ? [c.metadata] : []));
+    const paths = collectableSharedFiles(found, complete, this.now(), 2 * this.options.timeoutMs);
+    await this.storage.sharedState.remove(paths);
+    if (paths.length > 0) this.log({ event: 'shared-files-deleted', files: paths.length });
+    return paths.length;
   }
 
   /** Takes `request#` items still queued: each becomes a savepoint (or stop) of the pure coordinator, once. */

@@ -387,6 +387,19 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     await expectSinkEqualsReference(job);
   });
 
+  it('Recover deletes shared files no complete checkpoint lists, once older than twice the checkpoint timeout', async () => {
+    const job = await newJob();
+    const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });
+    await storage.store.put('shared/orphan-1.sst', new TextEncoder().encode('x'));
+    await recover({ execution: 'A' });
+    expect(await storage.sharedState.list()).toEqual(['shared/orphan-1.sst']);
+    // The config's timeout is 20 s: an hour later the orphan is old enough.
+    useSettings({ ...job.settings, now: () => Date.now() + 3_600_000 });
+    await recover({ execution: 'A' });
+    expect(await storage.sharedState.list()).toEqual([]);
+    expect(job.events.some((e) => e['event'] === 'shared-files-deleted')).toBe(true);
+  });
+
   it('a second execution supersedes the first', async () => {
     const job = await newJob();
     expect((await recover({ execution: 'A' })).status).toBe('running');
