@@ -224,7 +224,7 @@ export class CoordinatorSession {
       throw error;
     }
     const { pendingCommit: _p, inFlightCommittables, ...rest } = item;
-    const refs = Object.entries(inFlightCommittables ?? {})
+    const refs = Object.entries(inFlightCommittables?.checkpointId === id ? inFlightCommittables.bySlot : {})
       .sort(([a], [b]) => Number(a) - Number(b))
       .map(([, ref]) => ref);
     const coordinator = this.coordinator;
@@ -346,9 +346,16 @@ export class CoordinatorSession {
     }
     const acks = await this.table.acks(inFlight.checkpointId);
     const now = this.now();
-    const applied = applyAcks(coordinator, acks, now, this.require().inFlightCommittables);
+    // Refs kept for an earlier checkpoint (aborted) do not count for this one.
+    const kept = this.require().inFlightCommittables;
+    const known = kept?.checkpointId === inFlight.checkpointId ? kept.bySlot : {};
+    const applied = applyAcks(coordinator, acks, now, known);
     const ticked = applied.coordinator.tick(now);
-    await this.follow({ coordinator: ticked.coordinator, commands: [...applied.commands, ...ticked.commands] }, { inFlightCommittables: applied.committables });
+    const changes =
+      kept?.checkpointId === inFlight.checkpointId && JSON.stringify(applied.committables) === JSON.stringify(known)
+        ? {}
+        : { inFlightCommittables: { checkpointId: inFlight.checkpointId, bySlot: applied.committables } };
+    await this.follow({ coordinator: ticked.coordinator, commands: [...applied.commands, ...ticked.commands] }, changes);
     return acks.length;
   }
 

@@ -194,7 +194,7 @@ export interface CoordinatorItem {
   /** `request#` ids the coordinator has taken, with the savepoint request id it gave each. Absent: none. */
   readonly requests?: Readonly<Record<string, number>>;
   /** Committables objects of the in-flight checkpoint, by slot, from the acks applied so far. Absent: none. */
-  readonly inFlightCommittables?: Readonly<Record<string, SlotCommittablesRef>>;
+  readonly inFlightCommittables?: { readonly checkpointId: number; readonly bySlot: Readonly<Record<string, SlotCommittablesRef>> };
   /** Completed checkpoints (and stop savepoints) whose sink committables are not all committed yet, oldest first. */
   readonly sinkCommits?: readonly { readonly checkpointId: number; readonly refs: readonly SlotCommittablesRef[] }[];
 }

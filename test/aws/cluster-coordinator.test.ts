@@ -269,11 +269,14 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     });
     const sfn = await LocalStepFunctions.load({ waitMs: 100 });
     const run = sfn.run();
-    await until('a completed checkpoint after the bump', () => job.completed().some((id) => bumped !== undefined && id > bumped));
+    const sinksAfterBump = (): boolean => job.events.some((e) => e['event'] === 'sinks-committed' && bumped !== undefined && (e['checkpointId'] as number) > bumped);
+    await until('the sinks of a checkpoint after the bump', sinksAfterBump);
     sfn.stop();
     await run;
     await workers.stop();
     expect(job.completed()).not.toContain(bumped);
+    // The aborted checkpoint's committables were never committed: every counter moved once per committed checkpoint.
+    await expectSinkEqualsReference(job);
     expect(job.events.some((e) => e['event'] === 'checkpoint-aborted' && e['checkpointId'] === bumped)).toBe(true);
   });
 
