@@ -154,10 +154,8 @@ export class LocalStepFunctions {
     const cycles = parsed('cycles');
     const supervisorTasks = taskPlaceholders(supervisor, subs);
     const cyclesTasks = taskPlaceholders(cycles, subs);
-    const bound = new Set([...Object.keys(HANDLERS), 'CyclesStateMachineArn', 'SupervisorStateMachineArn']);
-    for (const [state, placeholder] of [...Object.entries(supervisorTasks), ...Object.entries(cyclesTasks)]) {
-      if (!bound.has(placeholder) && !isStartExecution(placeholder)) throw new ConfigError(`Task ${state} (${placeholder}) has no local handler`);
-    }
+    const unbound = [...unboundTasks(supervisorTasks), ...unboundTasks(cyclesTasks)];
+    if (unbound.length > 0) throw new ConfigError(`no local handler for Task ${unbound.join(', ')}: every Task must run its real handler module`);
     const machine = (definition: AslDefinition): StateMachineLike => new StateMachine(definition, { validationOptions: { checkArn: false } });
     return new LocalStepFunctions(machine(supervisor), machine(cycles), supervisorTasks, cyclesTasks, options);
   }
@@ -251,6 +249,13 @@ export class LocalStepFunctions {
     this.stopped = true;
     for (const run of this.running) run.abort();
   }
+}
+
+/** Tasks (as `state (resource)`) that neither name a handler module nor start an execution. */
+export function unboundTasks(tasks: Readonly<Record<string, string>>): string[] {
+  return Object.entries(tasks)
+    .filter(([, placeholder]) => HANDLERS[placeholder] === undefined && !isStartExecution(placeholder))
+    .map(([state, placeholder]) => `${state} (${placeholder})`);
 }
 
 function isStartExecution(resource: string): boolean {

@@ -5,6 +5,7 @@ import {
   readDefinition,
   substitute,
   taskPlaceholders,
+  unboundTasks,
   validateDefinition,
   type AslDefinition,
 } from '../../../functions/coordinator/local/local-step-functions.ts';
@@ -48,6 +49,17 @@ describe.each(['supervisor', 'cycles'] as const)('%s.asl.json', (name) => {
 
   it('has only the documented placeholders', () => {
     expect(() => substitute(readDefinition(name), {})).toThrow(/no substitution/);
+  });
+});
+
+describe('unboundTasks', () => {
+  it('names a Task whose Resource is no handler module and no nested execution', () => {
+    const subs = localSubstitutions();
+    const definition: AslDefinition = {
+      StartAt: 'A',
+      States: { A: { Type: 'Task', Resource: subs['TriggerFunctionArn'] }, B: { Type: 'Task', Resource: 'arn:aws:lambda:us-east-1:1:function:Other' } },
+    };
+    expect(unboundTasks(taskPlaceholders(definition, subs))).toEqual(['B (arn:aws:lambda:us-east-1:1:function:Other)']);
   });
 });
 
