@@ -1,4 +1,4 @@
-import type { CoordinatorState } from '../checkpoint/coordinator-protocol.ts';
+import type { CoordinatorCommand, CoordinatorState } from '../checkpoint/coordinator-protocol.ts';
 import type { TaskId, TaskStateHandle } from '../checkpoint/types.ts';
 
 /**
@@ -194,7 +194,24 @@ export interface CoordinatorItem {
    * A metadata commit in progress: the exact bytes (JSON) persisted before the first try, so a retried handler
    * writes the same object, and the lease generation of its trigger.
    */
-  readonly pendingCommit?: { readonly checkpointId: number; readonly metadataJson: string; readonly leaseGeneration: number };
+  readonly pendingCommit?: {
+    readonly checkpointId: number;
+    readonly metadataJson: string;
+    readonly leaseGeneration: number;
+    /** A savepoint: written to the savepoint area instead of committed as a checkpoint. Absent: a checkpoint. */
+    readonly savepoint?: boolean;
+  };
+  /**
+   * Commands of the last step that are not carried out yet, persisted with the state they came from so that a
+   * handler that dies halfway leaves them to the next one (each is idempotent). Absent: none.
+   */
+  readonly outbox?: readonly CoordinatorCommand[];
+  /** `request#` ids the coordinator has taken, with the savepoint request id it gave each. Absent: none. */
+  readonly requests?: Readonly<Record<string, number>>;
+  /** Committables objects of the in-flight checkpoint, by slot, from the acks applied so far. Absent: none. */
+  readonly inFlightCommittables?: { readonly checkpointId: number; readonly bySlot: Readonly<Record<string, SlotCommittablesRef>> };
+  /** Completed checkpoints (and stop savepoints) whose sink committables are not all committed yet, oldest first. */
+  readonly sinkCommits?: readonly { readonly checkpointId: number; readonly refs: readonly SlotCommittablesRef[] }[];
 }
 
 /** `request#<id>`: a savepoint or stop asked for by `sluice aws savepoint|stop` (or the console). */

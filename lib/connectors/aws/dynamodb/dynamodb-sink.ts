@@ -5,6 +5,7 @@ import type { DynamoDbCommittable } from './committable.ts';
 import { DynamoDbCommitter } from './dynamodb-committer.ts';
 import { compileDynamoDbSinkOptions, type DynamoDbSinkOptions } from './dynamodb-sink-options.ts';
 import { DynamoDbSinkWriter } from './dynamodb-writer.ts';
+import { dynamoDbExternalCommit } from './external-commit.ts';
 
 export type DynamoDbSink<T> = TwoPhaseCommitSink<T, DynamoDbCommittable>;
 
@@ -24,6 +25,8 @@ export function dynamoDbSink<T>(options: DynamoDbSinkOptions<T>): DynamoDbSink<T
   return {
     name: config.name,
     twoPhaseCommit: true,
+    // In a cluster the coordinator commits, from this JSON alone.
+    externalCommit: dynamoDbExternalCommit(config),
     createWriter(ctx: SinkContext): DynamoDbSinkWriter<T> {
       return new DynamoDbSinkWriter(config, ctx, client);
     },

@@ -2,9 +2,11 @@ import {
   DeleteItemCommand,
   GetItemCommand,
   PutItemCommand,
+  TransactWriteItemsCommand,
   paginateQuery,
   type AttributeValue,
   type DynamoDBClient,
+  type TransactWriteItem,
 } from '@aws-sdk/client-dynamodb';
 import { InternalError } from '../../../core/index.ts';
 import { CheckpointIoError } from '../../../storage/errors.ts';
@@ -63,13 +65,7 @@ export class DynamoDbCommitPoint implements CheckpointCommitPoint {
       await this.client.send(
         new PutItemCommand({
           TableName: this.table,
-          Item: {
-            ...this.keyOf(checkpointId),
-            metadataPath: { S: metadataPath },
-            sha256: { S: sha256 },
-            bytes: { N: String(bytes.byteLength) },
-            committedAt: { N: String(Date.now()) },
-          },
+          Item: this.recordItem(checkpointId, metadataPath, bytes, sha256),
           ConditionExpression: 'attribute_not_exists(#pk)',
           ExpressionAttributeNames: { '#pk': COMMIT_TABLE_PARTITION_KEY },
         }),
@@ -89,6 +85,69 @@ export class DynamoDbCommitPoint implements CheckpointCommitPoint {
     } catch (cause) {
       throw new CheckpointIoError(`write the metadata of checkpoint ${checkpointId} to`, this.objects.url(metadataPath), cause);
     }
+  }
+
+  /**
+   * A commit that also depends on other items (the cluster coordinator's lease generation): the metadata object
+   * first (the same bytes on every retry), then ONE transaction [Put the commit record if absent, ...`conditions`].
+   * `refused` when one of `conditions` failed (nothing is committed; the object stays an incomplete checkpoint's).
+   * A record already there with these bytes (an earlier try of this commit) is `committed`, whatever the conditions
+   * say now; another commit's record is an InternalError, as in `commit`.
+   */
+  async commitConditioned(
+    checkpointId: number,
+    metadataPath: string,
+    bytes: Uint8Array,
+    sha256: string,
+    conditions: readonly TransactWriteItem[],
+  ): Promise<'committed' | 'refused'> {
+    try {
+      await this.objects.putBytes(metadataPath, bytes, sha256);
+    } catch (cause) {
+      throw new CheckpointIoError(`write the metadata of checkpoint ${checkpointId} to`, this.objects.url(metadataPath), cause);
+    }
+    try {
+      await this.client.send(
+        new TransactWriteItemsCommand({
+          TransactItems: [
+            {
+              Put: {
+                TableName: this.table,
+                Item: this.recordItem(checkpointId, metadataPath, bytes, sha256),
+                ConditionExpression: 'attribute_not_exists(#pk)',
+                ExpressionAttributeNames: { '#pk': COMMIT_TABLE_PARTITION_KEY },
+              },
+            },
+            ...conditions,
+          ],
+        }),
+      );
+      return 'committed';
+    } catch (error) {
+      if (awsErrorName(error) !== 'TransactionCanceledException') {
+        throw new CheckpointIoError(`commit checkpoint ${checkpointId} in`, this.where(checkpointId), error);
+      }
+      const reasons = (error as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
+      if (reasons[0]?.Code === 'ConditionalCheckFailed') {
+        const existing = await this.read(checkpointId);
+        if (existing?.sha256 === sha256 && existing.metadataPath === metadataPath) return 'committed';
+        throw new InternalError(
+          `checkpoint ${checkpointId} in ${this.objects.url()} is already committed (${this.where(checkpointId)}); checkpoint ids must be new`,
+        );
+      }
+      if (reasons.slice(1).some((r) => r.Code === 'ConditionalCheckFailed')) return 'refused';
+      throw new CheckpointIoError(`commit checkpoint ${checkpointId} in`, this.where(checkpointId), error);
+    }
+  }
+
+  private recordItem(checkpointId: number, metadataPath: string, bytes: Uint8Array, sha256: string): Record<string, AttributeValue> {
+    return {
+      ...this.keyOf(checkpointId),
+      metadataPath: { S: metadataPath },
+      sha256: { S: sha256 },
+      bytes: { N: String(bytes.byteLength) },
+      committedAt: { N: String(Date.now()) },
+    };
   }
 
   async records(): Promise<ReadonlyMap<number, CommitRecord>> {

@@ -161,16 +161,21 @@ export class S3Objects {
 
   /** Storage-relative paths of every object under `dir`, at any depth. */
   async listPaths(dir: string): Promise<string[]> {
+    return (await this.listObjects(dir)).map((o) => o.path);
+  }
+
+  /** Every object under `dir`, at any depth, with when it was last written (epoch ms). */
+  async listObjects(dir: string): Promise<{ path: string; modifiedAt: number }[]> {
     const prefix = this.folderPrefix(dir);
     const rootLength = this.location.prefix === '' ? 0 : this.location.prefix.length + 1;
-    const paths: string[] = [];
+    const found: { path: string; modifiedAt: number }[] = [];
     const pages = paginateListObjectsV2({ client: this.client }, { Bucket: this.location.bucket, Prefix: prefix });
     for await (const page of pages) {
       for (const object of page.Contents ?? []) {
-        if (object.Key !== undefined) paths.push(object.Key.slice(rootLength));
+        if (object.Key !== undefined) found.push({ path: object.Key.slice(rootLength), modifiedAt: object.LastModified?.getTime() ?? 0 });
       }
     }
-    return paths;
+    return found;
   }
 
   async deleteOne(path: string): Promise<void> {

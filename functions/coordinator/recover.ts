@@ -1,0 +1,25 @@
+import { type CycleState, superseded } from './cycle-state.ts';
+import { CoordinatorSession } from './session.ts';
+import { settings } from './settings.ts';
+
+/**
+ * Recover (supervisor): waits for `config` (status `waiting`), takes the coordinator over for this execution
+ * (creating it from the checkpoints in storage the first time), finishes a pending metadata commit (never aborting
+ * a committed checkpoint), carries out what the last owner left in the outbox, recommits the sinks of every
+ * completed checkpoint not yet marked committed, makes `control.trigger` match the checkpoint in flight, and
+ * deletes shared state files that no complete checkpoint lists (older than twice the checkpoint timeout).
+ */
+export function handler(input: CycleState): Promise<CycleState> {
+  return superseded(input, async () => {
+    const s = settings();
+    const session = await CoordinatorSession.open(s, input.execution, { claim: true });
+    if (session === undefined) return { execution: input.execution, status: 'waiting', phase: 'done', waitSeconds: 10 };
+    await session.claim();
+    await session.settle();
+    await session.commitSinks();
+    await session.ensureTrigger();
+    // Recover runs at every start and continue-as-new (about daily at a 240 s cycle and 300 children).
+    await session.collectSharedFiles();
+    return { execution: input.execution, status: session.coordinator.status, phase: 'done', waitSeconds: 0 };
+  });
+}
