@@ -7,7 +7,8 @@ export interface ShardReceiverOptions {
   /**
    * Bytes of frames held (waiting for a completed checkpoint) or released but not yet polled. Beyond it the receiver
    * stops buffering data frames: it keeps scanning the shard only for markers while a completed checkpoint still
-   * waits for one, and otherwise pauses; once polls brought it to half, it re-reads from the first frame it let go.
+   * waits for one, and otherwise pauses; once frames left the buffer and it is at most half full, it re-reads from
+   * the first frame it let go.
    * @default 64 MiB
    */
   readonly maxBufferedBytes?: number;
@@ -28,6 +29,10 @@ interface ReleasedFrame extends HeldFrame {
   readonly track: Track;
 }
 
+interface PositionedMarker extends MarkerFrame {
+  readonly position: string;
+}
+
 interface EpochSeq {
   readonly epoch: number;
   readonly seq: number;
@@ -44,8 +49,8 @@ interface Track {
   /** Released frames not yet polled. */
   unpolled: number;
   readonly held: Map<string, HeldFrame>;
-  /** Markers of checkpoints not yet known to be completed, by `epoch:checkpoint`. */
-  readonly markers: Map<string, MarkerFrame>;
+  /** Markers of checkpoints not yet known to be completed, by `epoch:checkpoint`, with their positions. */
+  readonly markers: Map<string, PositionedMarker>;
   /** Highest completed checkpoint whose marker (of the epoch that completed it) has been applied. */
   appliedCheckpoint: number;
   /** Lowest data frame let go while buffering was paused: no boundary may pass it before it is re-read. */
@@ -92,6 +97,8 @@ export class ShardReceiver {
   private bufferedBytes = 0;
   /** Set while data frames are let go for lack of room: the position of the first one. */
   private skipFrom: string | undefined;
+  /** `bufferedBytes` when the first frame was let go. */
+  private bytesWhenSkipping = 0;
   /** A position the reader will read from next (after a restore or a rewind), until it read something. */
   private readFrom: string | undefined;
   private lastRead: string | undefined;
@@ -135,7 +142,7 @@ export class ShardReceiver {
         this.onData(track, frame, bytes, position);
         return;
       case 'marker':
-        this.onMarker(track, frame);
+        this.onMarker(track, { ...frame, position });
         return;
       case 'start':
         this.onStart(track, frame);
@@ -188,7 +195,9 @@ export class ShardReceiver {
 
   /** Where to re-read from, once data frames were let go and there is room again; then call `rewind`. */
   rewindPosition(): string | undefined {
-    return this.skipFrom !== undefined && this.bufferedBytes <= this.maxBufferedBytes / 2 ? this.skipFrom : undefined;
+    // Going back before anything left the buffer would only let go of the same frames again.
+    const room = this.bufferedBytes <= this.maxBufferedBytes / 2 && this.bufferedBytes < this.bytesWhenSkipping;
+    return this.skipFrom !== undefined && room ? this.skipFrom : undefined;
   }
 
   /** The reader goes back to `rewindPosition()`: frames from there on arrive again and are buffered. */
@@ -197,7 +206,11 @@ export class ShardReceiver {
     if (at === undefined) throw new ExchangeError(`exchange shard ${this.shardId}: rewind without frames to re-read`);
     this.skipFrom = undefined;
     this.readFrom = at;
-    for (const track of this.tracks.values()) track.skipped = undefined;
+    for (const track of this.tracks.values()) {
+      track.skipped = undefined;
+      // Markers from there on come again after the frames they cover; kept now, a completion could apply one early.
+      for (const [key, marker] of track.markers) if (comparePositions(marker.position, at) >= 0) track.markers.delete(key);
+    }
     return at;
   }
 
@@ -232,17 +245,16 @@ export class ShardReceiver {
     }
     // An empty buffer always takes one frame, so a frame larger than the limit still gets through.
     if (this.skipFrom !== undefined || (this.bufferedBytes > 0 && this.bufferedBytes + bytes > this.maxBufferedBytes)) {
+      if (this.skipFrom === undefined) this.bytesWhenSkipping = this.bufferedBytes;
       this.skipFrom = earlier(this.skipFrom, position);
       if (track.skipped === undefined || atOrBelow(frame, track.skipped)) track.skipped = { epoch: frame.epoch, seq: frame.seq };
       return;
     }
     track.held.set(key, { epoch: frame.epoch, seq: frame.seq, values: frame.values, timestamps: frame.timestamps, bytes, position });
     this.bufferedBytes += bytes;
-    // A marker kept because a let-go frame cut its boundary short applies once that frame is back.
-    if (track.markers.size > 0) this.applyCompleted(track);
   }
 
-  private onMarker(track: Track, marker: MarkerFrame): void {
+  private onMarker(track: Track, marker: PositionedMarker): void {
     if (marker.epoch < track.floor.epoch) return;
     if (this.completed !== undefined && marker.checkpointId <= this.completed.checkpointId && marker.epoch !== this.completed.slotEpochs[track.producer]) return;
     track.markers.set(`${marker.epoch}:${marker.checkpointId}`, marker);
@@ -252,10 +264,17 @@ export class ShardReceiver {
   private onStart(track: Track, start: StartFrame): void {
     if (start.epoch <= track.floor.epoch) return;
     // The restored checkpoint is completed, so its epoch's frames up to the snapshot are committed.
-    if (start.from !== undefined) this.applyBoundary(track, { epoch: start.from.epoch, seq: start.from.sentThrough });
-    // Frames of an older epoch not yet re-read after a pause may still be committed: decide once they are back.
+    const committed = start.from === undefined ? undefined : { epoch: start.from.epoch, seq: start.from.sentThrough };
+    if (committed !== undefined) this.applyBoundary(track, committed);
     if (track.skipped !== undefined && track.skipped.epoch < start.epoch) {
-      this.evictFrom(track, track.skipped, { epoch: start.epoch - 1, seq: Number.MAX_SAFE_INTEGER });
+      // Committed frames of an older epoch may not be back yet after a pause: the floor stays until they are, but
+      // what this frame proves uncommitted can go now (which makes room to go back for the rest).
+      for (const [key, frame] of track.held) {
+        if (frame.epoch >= start.epoch || (committed !== undefined && frame.epoch === committed.epoch && frame.seq <= committed.seq)) continue;
+        track.held.delete(key);
+        this.bufferedBytes -= frame.bytes;
+        this.duplicateFrames++;
+      }
       return;
     }
     this.advanceFloor(track, { epoch: start.epoch, seq: -1 });
@@ -273,8 +292,8 @@ export class ShardReceiver {
       if (marker.epoch === epoch && marker.checkpointId <= completed.checkpointId && (best === undefined || marker.sentThrough > best.sentThrough)) best = marker;
     }
     if (best === undefined) return;
+    // Cut short by a let-go frame, the marker (which follows that frame) is read again after the rewind.
     if (this.applyBoundary(track, { epoch: best.epoch, seq: best.sentThrough })) track.appliedCheckpoint = Math.max(track.appliedCheckpoint, best.checkpointId);
-    else track.markers.set(`${best.epoch}:${best.checkpointId}`, best);
   }
 
   /**
@@ -302,6 +321,7 @@ export class ShardReceiver {
       if (!atOrBelow(from, frame) || !atOrBelow(frame, through)) continue;
       track.held.delete(key);
       this.bufferedBytes -= frame.bytes;
+      if (this.skipFrom === undefined) this.bytesWhenSkipping = this.bufferedBytes + frame.bytes;
       this.skipFrom = earlier(this.skipFrom, frame.position);
     }
   }
