@@ -291,7 +291,7 @@ export class ExchangeWorld {
   private read(receiver: Receiver, n: number): void {
     const shard = this.shards[Number(receiver.machine.shardId.slice('shard-'.length))] as Uint8Array[];
     for (let i = 0; i < n; i++) {
-      if (receiver.machine.rewindPosition() !== undefined) receiver.cursor = Number(receiver.machine.rewind());
+      if (receiver.machine.rewindPosition(receiver.cursor >= shard.length) !== undefined) receiver.cursor = Number(receiver.machine.rewind());
       if (receiver.machine.paused || receiver.cursor >= shard.length) return;
       receiver.machine.accept(shard[receiver.cursor] as Uint8Array, String(receiver.cursor));
       receiver.cursor++;

@@ -193,11 +193,16 @@ export class ShardReceiver {
     return this.skipFrom !== undefined && !this.awaitingMarkers();
   }
 
-  /** Where to re-read from, once data frames were let go and there is room again; then call `rewind`. */
-  rewindPosition(): string | undefined {
+  /**
+   * Where to re-read from, once data frames were let go and there is room again; then call `rewind`. While markers
+   * further on can still release held frames, scanning goes on first (going back early could fill the buffer with
+   * the same frames again and again), unless the reader is `caughtUp` with the end of the shard.
+   */
+  rewindPosition(caughtUp = false): string | undefined {
+    if (this.skipFrom === undefined) return undefined;
     // Going back before anything left the buffer would only let go of the same frames again.
     const room = this.bufferedBytes <= this.maxBufferedBytes / 2 && this.bufferedBytes < this.bytesWhenSkipping;
-    return this.skipFrom !== undefined && room ? this.skipFrom : undefined;
+    return room && (caughtUp || !this.awaitingMarkers()) ? this.skipFrom : undefined;
   }
 
   /** The reader goes back to `rewindPosition()`: frames from there on arrive again and are buffered. */

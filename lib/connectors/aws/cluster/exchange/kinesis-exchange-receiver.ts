@@ -159,9 +159,10 @@ export class KinesisExchangeReceiver implements ExchangeReceiverInput {
       return out.ShardIterator;
     };
     let from = this.machine.startPosition;
+    let caughtUp = false;
     while (!signal.aborted) {
       try {
-        const rewind = this.machine.rewindPosition();
+        const rewind = this.machine.rewindPosition(caughtUp);
         if (rewind !== undefined) {
           this.machine.rewind();
           from = { at: rewind };
@@ -175,6 +176,7 @@ export class KinesisExchangeReceiver implements ExchangeReceiverInput {
         if (iterator === undefined) throw new ExchangeError(`exchange shard ${shardId} of "${stream}" has no iterator: the stream was resharded; it must keep exactly P shards`);
         const out = await api.getRecords({ ShardIterator: iterator, Limit: limit }, signal);
         failures = 0;
+        caughtUp = (out.Records ?? []).length === 0;
         let stoppedEarly = false;
         for (const record of out.Records ?? []) {
           if (record.Data === undefined || record.SequenceNumber === undefined) continue;
