@@ -116,7 +116,12 @@ const trustZombieMarkers = broken((o) => ({
 
 describe('exchange model: produce / crash / restore / checkpoint / complete / duplicates / reorder', () => {
   it('delivers each committed record exactly once and nothing uncommitted', () => {
-    fc.assert(fc.property(scenario, deliversCommittedExactlyOnce(undefined)), { numRuns: Number(process.env['EXCHANGE_MODEL_RUNS'] ?? 400) });
+    // A fixed seed keeps the suite deterministic; EXCHANGE_MODEL_SEED / EXCHANGE_MODEL_RUNS explore further.
+    const seed = process.env['EXCHANGE_MODEL_SEED'];
+    fc.assert(fc.property(scenario, deliversCommittedExactlyOnce(undefined)), {
+      numRuns: Number(process.env['EXCHANGE_MODEL_RUNS'] ?? 400),
+      seed: seed === undefined ? 20_261_202 : Number(seed),
+    });
   });
 
   for (const [name, receiver] of [
@@ -126,7 +131,7 @@ describe('exchange model: produce / crash / restore / checkpoint / complete / du
     ["trusting a zombie's markers", trustZombieMarkers],
   ] as const) {
     it(`finds a counterexample for a receiver ${name}`, () => {
-      const result = fc.check(fc.property(scenario, deliversCommittedExactlyOnce(receiver)), { numRuns: 3_000 });
+      const result = fc.check(fc.property(scenario, deliversCommittedExactlyOnce(receiver)), { numRuns: 3_000, seed: 20_261_202 });
       expect(result.failed).toBe(true);
       expect(result.errorInstance).toBeInstanceOf(DeliveryViolation);
     });
