@@ -141,7 +141,16 @@ export interface ControlTrigger {
 export interface ControlItem {
   readonly trigger?: ControlTrigger;
   /** The latest completed checkpoint (not savepoints), and its metadata's storage-relative path. */
-  readonly completed?: { readonly checkpointId: number; readonly metadataPath: string };
+  readonly completed?: {
+    readonly checkpointId: number;
+    readonly metadataPath: string;
+    /**
+     * The epoch of every slot's ack that completed the checkpoint, indexed by slot. Exchange receivers need it: a
+     * zombie of an older epoch may write markers for the same checkpoint, and only the acking epoch's count.
+     * Absent in items written before it was added (then exchange edges cannot be read).
+     */
+    readonly slotEpochs?: readonly number[];
+  };
   /** +1 with every lease take, handoff or local restart (fencing of metadata commits). */
   readonly leaseGeneration: number;
   /** The highest checkpoint whose sink committables are all committed. */
