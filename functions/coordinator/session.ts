@@ -215,7 +215,11 @@ export class CoordinatorSession {
         reason = 'a slot was taken over while the savepoint was in flight (lease generation moved)';
       } else {
         const path = metadataPath({ kind: 'checkpoint', checkpointId: id });
-        outcome = await this.commitPoint.commitConditioned(id, path, bytes, await sha256Hex(bytes), [this.table.leaseGenerationCheck(pending.leaseGeneration)]);
+        // `control.completed` moves in the same transaction (not later from the outbox): a slot taken over after
+        // the commit must restore this checkpoint, never the previous one.
+        outcome = await this.commitPoint.commitConditioned(id, path, bytes, await sha256Hex(bytes), [
+          this.table.completeOnGeneration(pending.leaseGeneration, id, path),
+        ]);
         reason = `a slot was taken over while checkpoint ${id} was in flight (lease generation is no longer ${pending.leaseGeneration})`;
       }
     } catch (error) {

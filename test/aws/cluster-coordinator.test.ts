@@ -390,6 +390,50 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     await expectSinkEqualsReference(job);
   });
 
+  it('sets control.completed in the metadata commit transaction: a handler dying right after it leaves completed moved', async () => {
+    const job = await newJob({ intervalMs: 1 });
+    // Every write after the commit transaction fails: the handler dies before its outbox (notifyComplete) could run.
+    let committed = false;
+    const faulty = new DynamoDBClient({ ...dynamo.clientConfig, requestHandler: new NodeHttpHandler() });
+    faulty.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (committed && context.commandName !== 'GetItemCommand' && context.commandName !== 'QueryCommand') throw new Error('injected: handler dies after the commit');
+        const out = await next(args);
+        if (context.commandName === 'TransactWriteItemsCommand') committed = true;
+        return out;
+      },
+      { step: 'initialize', name: 'dieAfterCommit' },
+    );
+    const workers = fakeWorkers(job);
+    await recover({ execution: 'A' });
+    await until('a trigger', async () => (await trigger({ execution: 'A' })).phase === 'collect');
+    const id = (await job.control())?.trigger?.checkpointId ?? -1;
+    await until('the acks of the trigger', async () => (await job.item(ControlKeys.ack(id, P - 1))) !== undefined);
+    await workers.stop();
+    useSettings({ ...job.settings, dynamo: faulty });
+    await expect(collectAcks({ execution: 'A' })).rejects.toThrow(/injected|could not write/);
+    expect(committed).toBe(true);
+    // What a slot taking over now reads: the checkpoint just committed, not the previous one.
+    expect((await job.control())?.completed).toEqual({ checkpointId: id, metadataPath: metadataPath({ kind: 'checkpoint', checkpointId: id }) });
+    expect((await job.item<CoordinatorItem>(ControlKeys.coordinator))?.pendingCommit?.checkpointId).toBe(id);
+  });
+
+  it('refuses the commit and leaves control.completed alone when the lease generation moved', async () => {
+    const job = await newJob();
+    const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });
+    const point = storage.catalog.commitPoint as DynamoDbCommitPoint;
+    const table = new CoordinatorControlTable(dynamo.client, CONTROL, job.jobId);
+    const bytes = new TextEncoder().encode('metadata bytes');
+    const sha = createHash('sha256').update(bytes).digest('hex');
+    await job.bumpGeneration();
+    expect(await point.commitConditioned(4, 'chk-4/_metadata', bytes, sha, [table.completeOnGeneration(0, 4, 'chk-4/_metadata')])).toBe('refused');
+    expect((await job.control())?.completed).toBeUndefined();
+    expect(await point.commitConditioned(4, 'chk-4/_metadata', bytes, sha, [table.completeOnGeneration(1, 4, 'chk-4/_metadata')])).toBe('committed');
+    expect((await job.control())?.completed).toEqual({ checkpointId: 4, metadataPath: 'chk-4/_metadata' });
+    // A repeat after the commit (completed already there) is still "committed" through the record's sha256.
+    expect(await point.commitConditioned(4, 'chk-4/_metadata', bytes, sha, [table.completeOnGeneration(1, 4, 'chk-4/_metadata')])).toBe('committed');
+  });
+
   it('Recover deletes shared files no complete checkpoint lists, once older than twice the checkpoint timeout', async () => {
     const job = await newJob();
     const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });

@@ -217,6 +217,31 @@ export class CoordinatorControlTable {
     };
   }
 
+  /**
+   * The control half of a checkpoint's metadata commit: sets `control.completed` to it, conditioned on
+   * `control.leaseGeneration` still being the trigger's and on no newer checkpoint being completed. In the same
+   * transaction as the commit record, so "committed" and "what a starting slot restores" are one atomic step: a
+   * take-over either precedes the commit (refusing it) or reads the new `completed`.
+   */
+  completeOnGeneration(leaseGeneration: number, checkpointId: number, metadataPath: string): TransactWriteItem {
+    const generation = leaseGeneration === 0 ? '(#gen = :gen OR attribute_not_exists(#gen))' : '#gen = :gen';
+    return {
+      Update: {
+        TableName: this.table,
+        Key: this.key(ControlKeys.control),
+        UpdateExpression: 'SET #completed = :completed, #sct = if_not_exists(#sct, :zero)',
+        ConditionExpression: `${generation} AND (attribute_not_exists(#completed) OR #completed.checkpointId < :id)`,
+        ExpressionAttributeNames: { '#gen': 'leaseGeneration', '#completed': 'completed', '#sct': 'sinkCommittedThrough' },
+        ExpressionAttributeValues: {
+          ':gen': { N: String(leaseGeneration) },
+          ':id': { N: String(checkpointId) },
+          ':zero': { N: '0' },
+          ':completed': { M: marshall({ checkpointId, metadataPath }, MARSHALL) },
+        },
+      },
+    };
+  }
+
   /** Every `ack#<checkpointId>#` item (acks and declines), slot order. */
   acks(checkpointId: number): Promise<AckItem[]> {
     return this.query<AckItem>(ControlKeys.ackPrefix(checkpointId));
