@@ -363,19 +363,34 @@ export class CoordinatorSession {
     return acks.length;
   }
 
-  /** Commits sinks checkpoint by checkpoint, moving `sinkCommittedThrough` after each. Returns the ids committed. */
+  /**
+   * Commits sinks checkpoint by checkpoint, moving `sinkCommittedThrough` after each. Returns the ids committed.
+   * Idempotent at every point: an entry at or below `sinkCommittedThrough` is committed already (a handler died
+   * before removing it) and is only removed; a stop savepoint's staging folder is discarded from the outbox saved
+   * with the removal, so no repeat can find the entry still listed and its committables gone.
+   */
   async commitSinks(): Promise<number[]> {
     const done: number[] = [];
+    let committedThrough = (await this.table.readControl()).sinkCommittedThrough;
     for (;;) {
       const next = this.require().sinkCommits?.[0];
       if (next === undefined) return done;
-      const handed = await this.commitSinksOf(next.checkpointId, next.refs);
-      await this.table.setSinkCommittedThrough(next.checkpointId);
-      // A stop's savepoint (not a retained checkpoint): its staging files are not needed any more.
-      if (!this.require().state.retained.includes(next.checkpointId)) await this.storage.discard(next.checkpointId);
+      let handed = 0;
+      if (next.checkpointId > committedThrough) {
+        handed = await this.commitSinksOf(next.checkpointId, next.refs);
+        await this.table.setSinkCommittedThrough(next.checkpointId);
+        committedThrough = next.checkpointId;
+      }
       const item = this.require();
-      await this.save({ ...item, sinkCommits: (item.sinkCommits ?? []).filter((c) => c.checkpointId !== next.checkpointId) });
+      // A stop's savepoint (not a retained checkpoint): its staging files are not needed any more.
+      const staging: CoordinatorCommand[] = item.state.retained.includes(next.checkpointId) ? [] : [{ kind: 'discard', checkpointIds: [next.checkpointId] }];
+      await this.save({
+        ...item,
+        sinkCommits: (item.sinkCommits ?? []).filter((c) => c.checkpointId !== next.checkpointId),
+        ...(staging.length === 0 ? {} : { outbox: [...(item.outbox ?? []), ...staging] }),
+      });
       this.log({ event: 'sinks-committed', checkpointId: next.checkpointId, committables: handed });
+      if (staging.length > 0) await this.settle();
       done.push(next.checkpointId);
     }
   }

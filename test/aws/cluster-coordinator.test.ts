@@ -457,6 +457,45 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     expect((await job.item<{ execution: string }>(ControlKeys.coordinator))?.execution).toBe('B');
   });
 
+  it('a stop whose CommitSinks keeps failing after the halt ends only once its savepoint is committed; a repeat after the discard is a no-op', async () => {
+    let failures = 0;
+    const failing: ExternalCommitterFactory = (descriptor, context) => {
+      const real = dynamoDbCommitterFromDescriptor(descriptor, context.dynamoDbClient);
+      return {
+        async commit(committables) {
+          if (failures > 0) {
+            failures--;
+            throw new Error('injected: the sink table throttles');
+          }
+          await real.commit(committables as DynamoDbCommittable[]);
+        },
+      };
+    };
+    const job = await newJob({ intervalMs: 60_000, registry: new SinkCommitRegistry({ dynamodb: failing }) });
+    const workers = fakeWorkers(job);
+    const sfn = await LocalStepFunctions.load({ waitMs: 100 });
+    const run = sfn.run();
+    // More failures than CommitSinks' attempts in a cycles execution: the cycles execution ends `halted` with the
+    // stop savepoint's committables still pending.
+    failures = 12;
+    await job.put(ControlKeys.request('stop1'), { id: 'stop1', kind: 'stop', status: 'queued', requestedAt: Date.now(), updatedAt: Date.now() } satisfies RequestItem);
+    await run; // the supervisor ends once halted and committed
+    await workers.stop();
+    expect(failures).toBe(0);
+    const stop = await job.item<RequestItem>(ControlKeys.request('stop1'));
+    const stopId = stop?.result?.checkpointId ?? -1;
+    expect((await job.control())?.sinkCommittedThrough).toBe(stopId);
+    expect((await job.item<CoordinatorItem>(ControlKeys.coordinator))?.sinkCommits ?? []).toEqual([]);
+    await expectSinkEqualsReference(job);
+    // A handler died after the discard and before its save (as the old order allowed): the entry is listed again,
+    // its committables folder is gone. Recover removes it without reading anything.
+    const item = await job.item<CoordinatorItem>(ControlKeys.coordinator);
+    await job.put(ControlKeys.coordinator, { ...item, sinkCommits: [{ checkpointId: stopId, refs: [{ path: `${checkpointDirName(stopId)}/missing`, bytes: 1, sha256: 'x' }] }] });
+    expect((await recover({ execution: 'again' })).status).toBe('halted');
+    expect((await job.item<CoordinatorItem>(ControlKeys.coordinator))?.sinkCommits ?? []).toEqual([]);
+    await expectSinkEqualsReference(job);
+  });
+
   it('takes savepoint and stop requests', async () => {
     const job = await newJob({ intervalMs: 60_000 });
     const workers = fakeWorkers(job);
