@@ -348,6 +348,15 @@ export class CoordinatorSession {
       await this.follow(coordinator.tick(this.now()));
       return 0;
     }
+    // A slot was taken over since the trigger was written: the commit would be refused, so waiting for the acks
+    // (the slot's new owner never acks a trigger it found at its start) only ends at the timeout. Abort now; the
+    // next trigger carries the new generation.
+    const control = await this.table.readControl();
+    if (control.trigger?.checkpointId === inFlight.checkpointId && control.trigger.leaseGeneration !== control.leaseGeneration) {
+      const reason = `a slot was taken over while checkpoint ${inFlight.checkpointId} was in flight (lease generation ${control.trigger.leaseGeneration} -> ${control.leaseGeneration})`;
+      await this.follow(coordinator.abort(inFlight.checkpointId, reason, this.now()));
+      return 0;
+    }
     const acks = await this.table.acks(inFlight.checkpointId);
     const now = this.now();
     // Refs kept for an earlier checkpoint (aborted) do not count for this one.

@@ -69,7 +69,7 @@ interface Job {
 }
 
 /** A fresh job: its config item, its own storage prefix and settings (clients of the emulators, a log to read). */
-async function newJob(options: { cycleSeconds?: number; registry?: SinkCommitRegistry; intervalMs?: number } = {}): Promise<Job> {
+async function newJob(options: { cycleSeconds?: number; registry?: SinkCommitRegistry; intervalMs?: number; timeoutMs?: number } = {}): Promise<Job> {
   const jobId = `job${++jobs}`;
   const dir = `s3://${BUCKET}/${jobId}?commitTable=${COMMITS}`;
   const events: Record<string, unknown>[] = [];
@@ -98,7 +98,7 @@ async function newJob(options: { cycleSeconds?: number; registry?: SinkCommitReg
     maxParallelism: 128,
     edges: [],
     checkpointDir: dir,
-    checkpointing: { intervalMs: options.intervalMs ?? 300, timeoutMs: 20_000, retain: 2 },
+    checkpointing: { intervalMs: options.intervalMs ?? 300, timeoutMs: options.timeoutMs ?? 20_000, retain: 2 },
     tasks,
     sourceTasks: tasks.filter((t) => t.vertex === 0),
     sinks: [{ nodeId: 7, name: sink.name, externalCommit: sink.externalCommit as ClusterConfigItem['sinks'][number]['externalCommit'] }],
@@ -133,7 +133,7 @@ async function newJob(options: { cycleSeconds?: number; registry?: SinkCommitReg
  * Fake workers: every slot acks each new trigger (task state files, a committables object with one DynamoDB
  * transaction that adds 1 to the slot's counter item and records the checkpoint id, then the ack item).
  */
-function fakeWorkers(job: Job, options: { beforeAck?: (checkpointId: number) => Promise<void> } = {}): { stop(): Promise<void> } {
+function fakeWorkers(job: Job, options: { beforeAck?: (checkpointId: number) => Promise<void>; skip?: (checkpointId: number, slot: number) => boolean } = {}): { stop(): Promise<void> } {
   const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });
   let running = true;
   let acked = 0;
@@ -145,6 +145,7 @@ function fakeWorkers(job: Job, options: { beforeAck?: (checkpointId: number) => 
         acked = t.checkpointId;
         await options.beforeAck?.(t.checkpointId);
         for (let slot = 0; slot < P; slot++) {
+          if (options.skip?.(t.checkpointId, slot) === true) continue;
           const epoch = 1;
           const handles = [];
           for (const vertex of [0, 1]) {
@@ -278,6 +279,34 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     // The aborted checkpoint's committables were never committed: every counter moved once per committed checkpoint.
     await expectSinkEqualsReference(job);
     expect(job.events.some((e) => e['event'] === 'checkpoint-aborted' && e['checkpointId'] === bumped)).toBe(true);
+  });
+
+  it('aborts at once a checkpoint whose slot was taken over and that the new owner never acks (no wait for the timeout)', async () => {
+    // A timeout far beyond the test's bound: only the generation check can end the checkpoint.
+    const job = await newJob({ timeoutMs: 3_600_000 });
+    let bumped: number | undefined;
+    const workers = fakeWorkers(job, {
+      beforeAck: async (id) => {
+        if (bumped === undefined) {
+          bumped = id;
+          await job.bumpGeneration();
+        }
+      },
+      // Slot 1's new owner found the trigger at its start and skips it, as a starting slot does.
+      skip: (id, slot) => id === bumped && slot === 1,
+    });
+    const sfn = await LocalStepFunctions.load({ waitMs: 100 });
+    const run = sfn.run();
+    await until('the sinks of a checkpoint after the take-over', () =>
+      job.events.some((e) => e['event'] === 'sinks-committed' && bumped !== undefined && (e['checkpointId'] as number) > bumped),
+    );
+    sfn.stop();
+    await run;
+    await workers.stop();
+    expect(job.completed()).not.toContain(bumped);
+    const aborted = job.events.find((e) => e['event'] === 'checkpoint-aborted' && e['checkpointId'] === bumped);
+    expect(String(aborted?.['reason'])).toMatch(/taken over/);
+    await expectSinkEqualsReference(job);
   });
 
   it('retries CommitSinks that throws once halfway: the repeat changes nothing (request tokens, markers), the table equals the reference', async () => {
