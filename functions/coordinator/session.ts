@@ -423,8 +423,9 @@ export class CoordinatorSession {
 
   /**
    * Deletes shared state files no complete checkpoint lists that are older than twice the checkpoint timeout
-   * (what a checkpoint that never completed uploaded). Only the coordinator does this; nothing when a checkpoint
-   * reads as corrupt (what it lists is unknown). Returns how many went.
+   * (what a checkpoint that never completed uploaded). Only the coordinator does this, and only when no slot runs
+   * (Recover of a halted job: running chains still reference files of aborted checkpoints); nothing when a
+   * checkpoint reads as corrupt (what it lists is unknown). Returns how many went.
    */
   async collectSharedFiles(): Promise<number> {
     const found = (await this.storage.store.objects.listObjects(SHARED_DIR_NAME)).filter((o) => parseSharedFilePath(o.path) !== undefined);

@@ -463,15 +463,21 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     expect(await point.commitConditioned(4, 'chk-4/_metadata', bytes, sha, [table.completeOnGeneration(1, 4, 'chk-4/_metadata')])).toBe('committed');
   });
 
-  it('Recover deletes shared files no complete checkpoint lists, once older than twice the checkpoint timeout', async () => {
+  it('Recover of a halted job deletes shared files no complete checkpoint lists, once older than twice the timeout; of a running job none', async () => {
     const job = await newJob();
     const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });
     await storage.store.put('shared/orphan-1.sst', new TextEncoder().encode('x'));
     await recover({ execution: 'A' });
     expect(await storage.sharedState.list()).toEqual(['shared/orphan-1.sst']);
-    // The config's timeout is 20 s: an hour later the orphan is old enough.
+    // The config's timeout is 20 s: an hour later the orphan is old enough, but slots run: a running chain may
+    // still reference it (a file of an aborted checkpoint that the next completed one lists again).
     useSettings({ ...job.settings, now: () => Date.now() + 3_600_000 });
-    await recover({ execution: 'A' });
+    expect((await recover({ execution: 'A' })).status).toBe('running');
+    expect(await storage.sharedState.list()).toEqual(['shared/orphan-1.sst']);
+    // Halted (every slot stopped at the stop savepoint): now it goes.
+    const item = await job.item<CoordinatorItem>(ControlKeys.coordinator);
+    await job.put(ControlKeys.coordinator, { ...item, state: { ...item?.state, status: 'halted' } });
+    expect((await recover({ execution: 'A' })).status).toBe('halted');
     expect(await storage.sharedState.list()).toEqual([]);
     expect(job.events.some((e) => e['event'] === 'shared-files-deleted')).toBe(true);
   });
