@@ -1,20 +1,15 @@
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoDBClient, GetItemCommand, PutItemCommand, ScanCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { describe, expect, it } from 'vitest';
+import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { ControlKeys, jobPartition, type AckItem, type ClusterConfigItem, type ControlItem, type CoordinatorItem, type RequestItem } from '../../lib/cluster/control-items.ts';
+import { ControlKeys, type CoordinatorItem, type RequestItem } from '../../lib/cluster/control-items.ts';
 import { checkpointDirName, metadataPath } from '../../lib/checkpoint/naming.ts';
-import { encodeSlotCommittables, slotCommittablesName } from '../../lib/cluster/slot-committables.ts';
-import { dynamoDbSink } from '../../lib/connectors/aws/dynamodb/dynamodb-sink.ts';
-import { ensureTable } from '../../lib/connectors/aws/dynamodb/ensure-table.ts';
 import type { DynamoDbCommitter } from '../../lib/connectors/aws/dynamodb/dynamodb-committer.ts';
 import type { DynamoDbCommittable } from '../../lib/connectors/aws/dynamodb/committable.ts';
 import { dynamoDbCommitterFromDescriptor } from '../../lib/connectors/aws/dynamodb/external-commit.ts';
 import { SinkCommitRegistry, type ExternalCommitterFactory } from '../../lib/connectors/aws/cluster/sink-commit-registry.ts';
-import { DEFAULT_SINK_COMMIT_REGISTRY } from '../../lib/connectors/aws/cluster/sink-commit-registry.ts';
-import { ensureCheckpointCommitTable } from '../../lib/connectors/aws/s3/ensure-commit-table.ts';
 import { openS3CheckpointStorage } from '../../lib/connectors/aws/s3/open-s3-checkpoint-storage.ts';
 import type { DynamoDbCommitPoint } from '../../lib/connectors/aws/s3/dynamodb-commit-point.ts';
 import { CoordinatorControlTable } from '../../lib/connectors/aws/cluster/coordinator-control-table.ts';
@@ -22,208 +17,22 @@ import { LocalStepFunctions } from '../../functions/coordinator/local/local-step
 import { handler as recover } from '../../functions/coordinator/recover.ts';
 import { handler as trigger } from '../../functions/coordinator/trigger.ts';
 import { handler as collectAcks } from '../../functions/coordinator/collect-acks.ts';
-import { useSettings, type CoordinatorSettings } from '../../functions/coordinator/settings.ts';
-import { startDynamoDbLocal, type DynamoDbLocal } from '../harness/aws/dynamodb-local.ts';
-import { startS3Emulator, type S3Emulator } from '../harness/aws/s3-emulator.ts';
+import { useSettings } from '../../functions/coordinator/settings.ts';
+import {
+  BUCKET,
+  CONTROL,
+  P,
+  SINK,
+  dynamo,
+  expectSinkEqualsReference,
+  fakeWorkers,
+  newJob,
+  s3,
+  until,
+  useCoordinatorEmulators,
+} from './cluster-coordinator-harness.ts';
 
-const CONTROL = 'control';
-const COMMITS = 'commits';
-const SINK = 'sink-table';
-const BUCKET = 'ckpt';
-const P = 2;
-
-let dynamo: DynamoDbLocal;
-let s3: S3Emulator;
-let jobs = 0;
-
-beforeAll(async () => {
-  [dynamo, s3] = await Promise.all([startDynamoDbLocal(), startS3Emulator({ buckets: [BUCKET] })]);
-  await ensureTable({ tableName: CONTROL, partitionKey: { name: 'pk' }, sortKey: { name: 'sk' }, client: dynamo.client });
-  await ensureTable({ tableName: SINK, partitionKey: { name: 'pk' }, client: dynamo.client });
-  await ensureCheckpointCommitTable(COMMITS, { client: dynamo.client });
-}, 180_000);
-
-afterAll(async () => {
-  useSettings(undefined);
-  await Promise.all([dynamo?.stop(), s3?.stop()]);
-});
-
-async function until(what: string, condition: () => Promise<boolean> | boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-interface Job {
-  readonly jobId: string;
-  readonly dir: string;
-  readonly events: Record<string, unknown>[];
-  readonly settings: CoordinatorSettings;
-  item<T>(sk: string): Promise<T | undefined>;
-  control(): Promise<ControlItem | undefined>;
-  put(sk: string, value: object): Promise<void>;
-  bumpGeneration(): Promise<void>;
-  completed(): number[];
-}
-
-/** A fresh job: its config item, its own storage prefix and settings (clients of the emulators, a log to read). */
-async function newJob(options: { cycleSeconds?: number; registry?: SinkCommitRegistry; intervalMs?: number; timeoutMs?: number } = {}): Promise<Job> {
-  const jobId = `job${++jobs}`;
-  const dir = `s3://${BUCKET}/${jobId}?commitTable=${COMMITS}`;
-  const events: Record<string, unknown>[] = [];
-  const client: DynamoDBClient = dynamo.client;
-  const settings: CoordinatorSettings = {
-    jobId,
-    controlTable: CONTROL,
-    checkpointDir: undefined,
-    ackPollMs: 100,
-    cycleSeconds: options.cycleSeconds ?? 240,
-    dynamo: client,
-    s3: s3.client as S3Client,
-    registry: options.registry ?? DEFAULT_SINK_COMMIT_REGISTRY,
-    now: () => Date.now(),
-    log: (e) => {
-      events.push(e);
-      if (process.env['TRACE_COORDINATOR'] === '1') console.log(JSON.stringify(e));
-    },
-  };
-  const key = (sk: string) => ({ pk: { S: jobPartition(jobId) }, sk: { S: sk } });
-  const sink = dynamoDbSink<unknown>({ table: SINK, partitionKey: 'pk', toWrites: () => null, jobId });
-  const tasks = [0, 1].flatMap((vertex) => Array.from({ length: P }, (_, subtask) => ({ vertex, subtask })));
-  const config: ClusterConfigItem = {
-    fingerprint: 'fp',
-    parallelism: P,
-    maxParallelism: 128,
-    edges: [],
-    checkpointDir: dir,
-    checkpointing: { intervalMs: options.intervalMs ?? 300, timeoutMs: options.timeoutMs ?? 20_000, retain: 2 },
-    tasks,
-    sourceTasks: tasks.filter((t) => t.vertex === 0),
-    sinks: [{ nodeId: 7, name: sink.name, externalCommit: sink.externalCommit as ClusterConfigItem['sinks'][number]['externalCommit'] }],
-    createdAt: Date.now(),
-  };
-  const job: Job = {
-    jobId,
-    dir,
-    events,
-    settings,
-    async item<T>(sk: string) {
-      const out = await client.send(new GetItemCommand({ TableName: CONTROL, Key: key(sk), ConsistentRead: true }));
-      return out.Item === undefined ? undefined : (unmarshall(out.Item) as T);
-    },
-    control: () => job.item<ControlItem>(ControlKeys.control),
-    async put(sk, value) {
-      await client.send(new PutItemCommand({ TableName: CONTROL, Item: { ...marshall(value, { removeUndefinedValues: true }), ...key(sk) } }));
-    },
-    async bumpGeneration() {
-      await client.send(
-        new UpdateItemCommand({ TableName: CONTROL, Key: key(ControlKeys.control), UpdateExpression: 'ADD leaseGeneration :one', ExpressionAttributeValues: { ':one': { N: '1' } } }),
-      );
-    },
-    completed: () => events.filter((e) => e['event'] === 'checkpoint-completed').map((e) => e['checkpointId'] as number),
-  };
-  await job.put(ControlKeys.config, config);
-  useSettings(settings);
-  return job;
-}
-
-/**
- * Fake workers: every slot acks each new trigger (task state files, a committables object with one DynamoDB
- * transaction that adds 1 to the slot's counter item and records the checkpoint id, then the ack item).
- */
-function fakeWorkers(job: Job, options: { beforeAck?: (checkpointId: number) => Promise<void>; skip?: (checkpointId: number, slot: number) => boolean } = {}): { stop(): Promise<void> } {
-  const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });
-  let running = true;
-  let acked = 0;
-  const loop = (async () => {
-    while (running) {
-      const control = await job.control();
-      const t = control?.trigger;
-      if (t !== undefined && t.checkpointId > acked) {
-        acked = t.checkpointId;
-        await options.beforeAck?.(t.checkpointId);
-        for (let slot = 0; slot < P; slot++) {
-          if (options.skip?.(t.checkpointId, slot) === true) continue;
-          const epoch = 1;
-          const handles = [];
-          for (const vertex of [0, 1]) {
-            const data = new TextEncoder().encode(`state ${vertex}/${slot} @${t.checkpointId}`);
-            const written = await storage.writeTaskState(t.checkpointId, `task-${vertex}-${slot}.state`, data);
-            handles.push({ task: { vertex, subtask: slot }, vertexName: `v${vertex}`, ...written });
-          }
-          const committable = {
-            txn: `${job.jobId}/e${epoch}/${slot}/c${t.checkpointId}`,
-            preparedAt: t.timestamp,
-            chunks: [
-              {
-                generation: 0,
-                items: [
-                  {
-                    Update: {
-                      TableName: SINK,
-                      Key: { pk: { S: `${job.jobId}-slot-${slot}` } },
-                      UpdateExpression: 'ADD #total :one SET lastCheckpoint = :id',
-                      ExpressionAttributeNames: { '#total': 'total' },
-                      ExpressionAttributeValues: { ':one': { N: '1' }, ':id': { N: String(t.checkpointId) } },
-                    },
-                  },
-                ],
-              },
-            ],
-          };
-          const bytes = encodeSlotCommittables({ version: 1, checkpointId: t.checkpointId, slot, epoch, sinks: [{ nodeId: 7, committables: t.savepoint && t.stop !== true ? [] : [committable] }] });
-          const path = `${checkpointDirName(t.checkpointId)}/${slotCommittablesName(slot, epoch)}`;
-          await storage.store.put(path, bytes);
-          const ack: AckItem = {
-            kind: 'ack',
-            checkpointId: t.checkpointId,
-            slot,
-            owner: 'w1',
-            epoch,
-            handles,
-            committables: { path, bytes: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') },
-            at: Date.now(),
-          };
-          await job.put(ControlKeys.ack(t.checkpointId, slot), ack);
-        }
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  })();
-  return {
-    async stop() {
-      running = false;
-      await loop;
-    },
-  };
-}
-
-/** The sink table as the fake workers' writes make it: per slot, how many checkpoints added to it and the last one. */
-async function sinkRows(job: Job): Promise<Map<string, { total: number; lastCheckpoint: number }>> {
-  const out = await dynamo.client.send(new ScanCommand({ TableName: SINK, ConsistentRead: true }));
-  const rows = new Map<string, { total: number; lastCheckpoint: number }>();
-  for (const raw of out.Items ?? []) {
-    const item = unmarshall(raw) as { pk: string; total?: number; lastCheckpoint?: number };
-    if (item.pk.startsWith(`${job.jobId}-slot-`)) rows.set(item.pk, { total: item.total ?? 0, lastCheckpoint: item.lastCheckpoint ?? 0 });
-  }
-  return rows;
-}
-
-/** Every committed checkpoint added exactly once to every slot's counter; sinkCommittedThrough covers the last. */
-async function expectSinkEqualsReference(job: Job): Promise<void> {
-  const control = await job.control();
-  const committed = job.events.filter((e) => e['event'] === 'sinks-committed').map((e) => e['checkpointId'] as number);
-  const distinct = [...new Set(committed)];
-  expect(distinct).toEqual([...distinct].sort((a, b) => a - b));
-  const rows = await sinkRows(job);
-  for (let slot = 0; slot < P; slot++) {
-    expect(rows.get(`${job.jobId}-slot-${slot}`)).toEqual({ total: distinct.length, lastCheckpoint: Math.max(...distinct) });
-  }
-  expect(control?.sinkCommittedThrough).toBe(Math.max(...distinct));
-}
-
+useCoordinatorEmulators();
 describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }, () => {
   it('completes checkpoints and commits their sinks in order, through the ASL run locally', async () => {
     const job = await newJob({ intervalMs: 2000 });
@@ -279,34 +88,6 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     // The aborted checkpoint's committables were never committed: every counter moved once per committed checkpoint.
     await expectSinkEqualsReference(job);
     expect(job.events.some((e) => e['event'] === 'checkpoint-aborted' && e['checkpointId'] === bumped)).toBe(true);
-  });
-
-  it('aborts at once a checkpoint whose slot was taken over and that the new owner never acks (no wait for the timeout)', async () => {
-    // A timeout far beyond the test's bound: only the generation check can end the checkpoint.
-    const job = await newJob({ timeoutMs: 3_600_000 });
-    let bumped: number | undefined;
-    const workers = fakeWorkers(job, {
-      beforeAck: async (id) => {
-        if (bumped === undefined) {
-          bumped = id;
-          await job.bumpGeneration();
-        }
-      },
-      // Slot 1's new owner found the trigger at its start and skips it, as a starting slot does.
-      skip: (id, slot) => id === bumped && slot === 1,
-    });
-    const sfn = await LocalStepFunctions.load({ waitMs: 100 });
-    const run = sfn.run();
-    await until('the sinks of a checkpoint after the take-over', () =>
-      job.events.some((e) => e['event'] === 'sinks-committed' && bumped !== undefined && (e['checkpointId'] as number) > bumped),
-    );
-    sfn.stop();
-    await run;
-    await workers.stop();
-    expect(job.completed()).not.toContain(bumped);
-    const aborted = job.events.find((e) => e['event'] === 'checkpoint-aborted' && e['checkpointId'] === bumped);
-    expect(String(aborted?.['reason'])).toMatch(/taken over/);
-    await expectSinkEqualsReference(job);
   });
 
   it('retries CommitSinks that throws once halfway: the repeat changes nothing (request tokens, markers), the table equals the reference', async () => {
@@ -419,50 +200,6 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     await expectSinkEqualsReference(job);
   });
 
-  it('sets control.completed in the metadata commit transaction: a handler dying right after it leaves completed moved', async () => {
-    const job = await newJob({ intervalMs: 1 });
-    // Every write after the commit transaction fails: the handler dies before its outbox (notifyComplete) could run.
-    let committed = false;
-    const faulty = new DynamoDBClient({ ...dynamo.clientConfig, requestHandler: new NodeHttpHandler() });
-    faulty.middlewareStack.add(
-      (next, context) => async (args) => {
-        if (committed && context.commandName !== 'GetItemCommand' && context.commandName !== 'QueryCommand') throw new Error('injected: handler dies after the commit');
-        const out = await next(args);
-        if (context.commandName === 'TransactWriteItemsCommand') committed = true;
-        return out;
-      },
-      { step: 'initialize', name: 'dieAfterCommit' },
-    );
-    const workers = fakeWorkers(job);
-    await recover({ execution: 'A' });
-    await until('a trigger', async () => (await trigger({ execution: 'A' })).phase === 'collect');
-    const id = (await job.control())?.trigger?.checkpointId ?? -1;
-    await until('the acks of the trigger', async () => (await job.item(ControlKeys.ack(id, P - 1))) !== undefined);
-    await workers.stop();
-    useSettings({ ...job.settings, dynamo: faulty });
-    await expect(collectAcks({ execution: 'A' })).rejects.toThrow(/injected|could not write/);
-    expect(committed).toBe(true);
-    // What a slot taking over now reads: the checkpoint just committed, not the previous one.
-    expect((await job.control())?.completed).toEqual({ checkpointId: id, metadataPath: metadataPath({ kind: 'checkpoint', checkpointId: id }) });
-    expect((await job.item<CoordinatorItem>(ControlKeys.coordinator))?.pendingCommit?.checkpointId).toBe(id);
-  });
-
-  it('refuses the commit and leaves control.completed alone when the lease generation moved', async () => {
-    const job = await newJob();
-    const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });
-    const point = storage.catalog.commitPoint as DynamoDbCommitPoint;
-    const table = new CoordinatorControlTable(dynamo.client, CONTROL, job.jobId);
-    const bytes = new TextEncoder().encode('metadata bytes');
-    const sha = createHash('sha256').update(bytes).digest('hex');
-    await job.bumpGeneration();
-    expect(await point.commitConditioned(4, 'chk-4/_metadata', bytes, sha, [table.completeOnGeneration(0, 4, 'chk-4/_metadata')])).toBe('refused');
-    expect((await job.control())?.completed).toBeUndefined();
-    expect(await point.commitConditioned(4, 'chk-4/_metadata', bytes, sha, [table.completeOnGeneration(1, 4, 'chk-4/_metadata')])).toBe('committed');
-    expect((await job.control())?.completed).toEqual({ checkpointId: 4, metadataPath: 'chk-4/_metadata' });
-    // A repeat after the commit (completed already there) is still "committed" through the record's sha256.
-    expect(await point.commitConditioned(4, 'chk-4/_metadata', bytes, sha, [table.completeOnGeneration(1, 4, 'chk-4/_metadata')])).toBe('committed');
-  });
-
   it('Recover of a halted job deletes shared files no complete checkpoint lists, once older than twice the timeout; of a running job none', async () => {
     const job = await newJob();
     const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });
@@ -490,45 +227,6 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     expect(await trigger({ execution: 'A' })).toMatchObject({ status: 'superseded', phase: 'done' });
     expect((await trigger({ execution: 'B' })).status).toBe('running');
     expect((await job.item<{ execution: string }>(ControlKeys.coordinator))?.execution).toBe('B');
-  });
-
-  it('a stop whose CommitSinks keeps failing after the halt ends only once its savepoint is committed; a repeat after the discard is a no-op', async () => {
-    let failures = 0;
-    const failing: ExternalCommitterFactory = (descriptor, context) => {
-      const real = dynamoDbCommitterFromDescriptor(descriptor, context.dynamoDbClient);
-      return {
-        async commit(committables) {
-          if (failures > 0) {
-            failures--;
-            throw new Error('injected: the sink table throttles');
-          }
-          await real.commit(committables as DynamoDbCommittable[]);
-        },
-      };
-    };
-    const job = await newJob({ intervalMs: 60_000, registry: new SinkCommitRegistry({ dynamodb: failing }) });
-    const workers = fakeWorkers(job);
-    const sfn = await LocalStepFunctions.load({ waitMs: 100 });
-    const run = sfn.run();
-    // More failures than CommitSinks' attempts in a cycles execution: the cycles execution ends `halted` with the
-    // stop savepoint's committables still pending.
-    failures = 12;
-    await job.put(ControlKeys.request('stop1'), { id: 'stop1', kind: 'stop', status: 'queued', requestedAt: Date.now(), updatedAt: Date.now() } satisfies RequestItem);
-    await run; // the supervisor ends once halted and committed
-    await workers.stop();
-    expect(failures).toBe(0);
-    const stop = await job.item<RequestItem>(ControlKeys.request('stop1'));
-    const stopId = stop?.result?.checkpointId ?? -1;
-    expect((await job.control())?.sinkCommittedThrough).toBe(stopId);
-    expect((await job.item<CoordinatorItem>(ControlKeys.coordinator))?.sinkCommits ?? []).toEqual([]);
-    await expectSinkEqualsReference(job);
-    // A handler died after the discard and before its save (as the old order allowed): the entry is listed again,
-    // its committables folder is gone. Recover removes it without reading anything.
-    const item = await job.item<CoordinatorItem>(ControlKeys.coordinator);
-    await job.put(ControlKeys.coordinator, { ...item, sinkCommits: [{ checkpointId: stopId, refs: [{ path: `${checkpointDirName(stopId)}/missing`, bytes: 1, sha256: 'x' }] }] });
-    expect((await recover({ execution: 'again' })).status).toBe('halted');
-    expect((await job.item<CoordinatorItem>(ControlKeys.coordinator))?.sinkCommits ?? []).toEqual([]);
-    await expectSinkEqualsReference(job);
   });
 
   it('takes savepoint and stop requests', async () => {
