@@ -1,7 +1,7 @@
 import { CheckpointCoordinator, type CoordinatorStep } from '../../lib/checkpoint/coordinator.ts';
 import { compileCoordinatorOptions, type CompiledCoordinatorOptions } from '../../lib/checkpoint/coordinator-options.ts';
 import type { CoordinatorCommand } from '../../lib/checkpoint/coordinator-protocol.ts';
-import { metadataPath, parseSharedFilePath, SHARED_DIR_NAME } from '../../lib/checkpoint/naming.ts';
+import { checkpointDirName, metadataPath, parseSharedFilePath, SHARED_DIR_NAME } from '../../lib/checkpoint/naming.ts';
 import type { CheckpointMetadata } from '../../lib/checkpoint/types.ts';
 import type { ClusterConfigItem, ControlItem, CoordinatorItem, SlotCommittablesRef } from '../../lib/cluster/control-items.ts';
 import { applyAcks, controlTriggerFor, requestItemOf, splitCommands } from '../../lib/cluster/coordinator-cycle.ts';
@@ -25,6 +25,9 @@ function savepointUri(checkpointDir: string): string {
   const { bucket, prefix } = parseS3Uri(checkpointDir);
   return `s3://${bucket}/${prefix === '' ? '' : `${prefix}/`}savepoints`;
 }
+
+/** The metadata bytes of a pending commit, staged in the checkpoint's folder before the commit is tried. */
+const STAGED_METADATA_NAME = '_metadata.pending';
 
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -143,8 +146,10 @@ export class CoordinatorSession {
       if (trigger?.checkpointId !== write.metadata.checkpointId) {
         throw new InternalError(`checkpoint ${write.metadata.checkpointId} is to be committed, but control.trigger is ${JSON.stringify(trigger)}`);
       }
-      const metadataJson = Buffer.from(encodeMetadata(write.metadata)).toString('utf8');
-      pendingCommit = { checkpointId: write.metadata.checkpointId, metadataJson, leaseGeneration: trigger.leaseGeneration, ...(write.kind === 'writeSavepoint' ? { savepoint: true } : {}) };
+      const bytes = encodeMetadata(write.metadata);
+      const staged = { path: `${checkpointDirName(write.metadata.checkpointId)}/${STAGED_METADATA_NAME}`, bytes: bytes.byteLength, sha256: await sha256Hex(bytes) };
+      await this.storage.store.put(staged.path, bytes);
+      pendingCommit = { checkpointId: write.metadata.checkpointId, staged, leaseGeneration: trigger.leaseGeneration, ...(write.kind === 'writeSavepoint' ? { savepoint: true } : {}) };
     }
     const unchanged =
       write === undefined && outbox.length === 0 && Object.keys(changes).length === 0 && JSON.stringify(step.coordinator.state) === JSON.stringify(item.state);
@@ -205,7 +210,7 @@ export class CoordinatorSession {
 
   private async finishCommit(item: CoordinatorItem, pending: NonNullable<CoordinatorItem['pendingCommit']>): Promise<void> {
     const id = pending.checkpointId;
-    const bytes = new Uint8Array(Buffer.from(pending.metadataJson, 'utf8'));
+    const bytes = await this.pendingBytes(pending);
     const metadata = decodeMetadata(bytes, `the pending commit of checkpoint ${id}`, id);
     let outcome: 'committed' | 'refused';
     let reason = '';
@@ -244,6 +249,17 @@ export class CoordinatorSession {
     // (a stop's only once its committables are committed: CommitSinks removes them).
     const staging: CoordinatorCommand[] = pending.savepoint === true && !savepointStop ? [{ kind: 'discard', checkpointIds: [id] }] : [];
     await this.saveStep({ ...rest, sinkCommits, outbox: [...(rest.outbox ?? []), ...staging] }, coordinator.metadataCommitted(id, this.now()));
+  }
+
+  /** The exact metadata bytes of a pending commit: the staged object (checked against its sha256), or inline. */
+  private async pendingBytes(pending: NonNullable<CoordinatorItem['pendingCommit']>): Promise<Uint8Array> {
+    if (pending.metadataJson !== undefined) return new Uint8Array(Buffer.from(pending.metadataJson, 'utf8'));
+    const staged = pending.staged;
+    const bytes = staged === undefined ? undefined : await this.storage.store.get(staged.path);
+    if (staged === undefined || bytes === undefined || (await sha256Hex(bytes)) !== staged.sha256) {
+      throw new ClusterControlError(`the staged metadata of checkpoint ${pending.checkpointId} (${String(staged?.path)}) is missing or does not match its sha256`);
+    }
+    return bytes;
   }
 
   private async saveStep(base: Omit<CoordinatorItem, 'version' | 'execution' | 'state'>, step: CoordinatorStep): Promise<void> {

@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { ControlKeys, type CoordinatorItem, type RequestItem } from '../../lib/cluster/control-items.ts';
+import { ControlKeys, type AckItem, type CoordinatorItem, type RequestItem } from '../../lib/cluster/control-items.ts';
+import { CheckpointCoordinator } from '../../lib/checkpoint/coordinator.ts';
+import type { TaskStateHandle } from '../../lib/checkpoint/types.ts';
 import { checkpointDirName, metadataPath } from '../../lib/checkpoint/naming.ts';
 import type { DynamoDbCommittable } from '../../lib/connectors/aws/dynamodb/committable.ts';
 import { dynamoDbCommitterFromDescriptor } from '../../lib/connectors/aws/dynamodb/external-commit.ts';
@@ -85,6 +87,35 @@ describe('cluster coordinator faults on DynamoDB Local and s3rver', { timeout: 9
     // What a slot taking over now reads: the checkpoint just committed, not the previous one.
     expect((await job.control())?.completed).toEqual({ checkpointId: id, metadataPath: metadataPath({ kind: 'checkpoint', checkpointId: id }) });
     expect((await job.item<CoordinatorItem>(ControlKeys.coordinator))?.pendingCommit?.checkpointId).toBe(id);
+  });
+
+  it('stores the in-flight handles without their shared-file chains and reads them back whole from the ack items', async () => {
+    const job = await newJob();
+    const table = new CoordinatorControlTable(dynamo.client, CONTROL, job.jobId);
+    const tasks = [0, 1].map((subtask) => ({ vertex: 0, subtask }));
+    let c = CheckpointCoordinator.start({ intervalMs: 1000, timeoutMs: 600_000, retain: 2 }, { tasks, maxParallelism: 128, now: 0, lastCheckpointId: 0, retainedCheckpointIds: [] });
+    c = c.tick(1000).coordinator;
+    const id = c.inFlight?.checkpointId ?? -1;
+    const handleOf = (subtask: number): TaskStateHandle => ({
+      task: { vertex: 0, subtask },
+      vertexName: 'v0',
+      path: `${checkpointDirName(id)}/task-0-${subtask}.state`,
+      bytes: 10,
+      sha256: 'a'.repeat(64),
+      sharedFiles: [0, 1, 2].map((f) => ({ path: `shared/0-${subtask}-${f}.sst`, bytes: 100 + f, sha256: String(f).repeat(64) })),
+    });
+    // Slot 0 acked (its ack item holds its handle), slot 1 not yet.
+    const ack: AckItem = { kind: 'ack', checkpointId: id, slot: 0, owner: 'w1', epoch: 1, handles: [handleOf(0)], at: Date.now() };
+    await job.put(ControlKeys.ack(id, 0), ack);
+    c = c.ack(id, handleOf(0), 1001).coordinator;
+    const item: CoordinatorItem = { version: 0, execution: 'A', state: c.state };
+    await table.writeCoordinator(item, undefined);
+    const raw = await job.item<CoordinatorItem>(ControlKeys.coordinator);
+    expect(raw?.sharedFilesInAcks).toBe(true);
+    expect(raw?.state.inFlight?.acknowledged.map((h) => h.sharedFiles)).toEqual([undefined]);
+    const read = await table.readCoordinator();
+    expect(read?.state).toEqual(c.state);
+    expect(read?.sharedFilesInAcks).toBeUndefined();
   });
 
   it('refuses the commit and leaves control.completed alone when the lease generation moved', async () => {

@@ -21,6 +21,7 @@ import {
   type CoordinatorItem,
   type RequestItem,
 } from '../../../cluster/control-items.ts';
+import type { TaskStateHandle } from '../../../checkpoint/types.ts';
 import { awsErrorName } from '../kinesis/errors.ts';
 
 const MARSHALL = { removeUndefinedValues: true, convertClassInstanceToMap: false } as const;
@@ -78,8 +79,34 @@ export class CoordinatorControlTable {
     return { ...item, leaseGeneration: item?.leaseGeneration ?? 0, sinkCommittedThrough: item?.sinkCommittedThrough ?? 0 };
   }
 
-  readCoordinator(): Promise<CoordinatorItem | undefined> {
-    return this.get<CoordinatorItem>(ControlKeys.coordinator);
+  /** The coordinator item, the in-flight checkpoint's handles whole again (their `sharedFiles` from its ack items). */
+  async readCoordinator(): Promise<CoordinatorItem | undefined> {
+    const stored = await this.get<CoordinatorItem>(ControlKeys.coordinator);
+    if (stored?.sharedFilesInAcks !== true) return stored;
+    const { sharedFilesInAcks: _s, ...item } = stored;
+    const inFlight = item.state.inFlight;
+    if (inFlight === undefined || inFlight === null || inFlight.acknowledged.length === 0) return item;
+    const byTask = new Map<string, TaskStateHandle['sharedFiles']>();
+    for (const ack of await this.acks(inFlight.checkpointId)) {
+      if (ack.kind !== 'ack') continue;
+      for (const h of ack.handles) if (h.sharedFiles !== undefined) byTask.set(`${h.task.vertex}/${h.task.subtask}`, h.sharedFiles);
+    }
+    const acknowledged = inFlight.acknowledged.map((h) => {
+      const files = byTask.get(`${h.task.vertex}/${h.task.subtask}`);
+      return files === undefined ? h : { ...h, sharedFiles: files };
+    });
+    return { ...item, state: { ...item.state, inFlight: { ...inFlight, acknowledged } } };
+  }
+
+  /**
+   * The item as stored: the in-flight handles without `sharedFiles` (kept by the ack items the handles came from),
+   * so the item stays far below DynamoDB's 400 KB with large incremental chains.
+   */
+  static compact(item: CoordinatorItem): CoordinatorItem {
+    const inFlight = item.state.inFlight;
+    if (inFlight === undefined || inFlight === null || !inFlight.acknowledged.some((h) => h.sharedFiles !== undefined)) return item;
+    const acknowledged = inFlight.acknowledged.map(({ sharedFiles: _f, ...h }) => h);
+    return { ...item, sharedFilesInAcks: true, state: { ...item.state, inFlight: { ...inFlight, acknowledged } } };
   }
 
   /**
@@ -109,7 +136,7 @@ export class CoordinatorControlTable {
       await this.client.send(
         new PutItemCommand({
           TableName: this.table,
-          Item: { ...marshall(written, MARSHALL), ...this.key(ControlKeys.coordinator) },
+          Item: { ...marshall(CoordinatorControlTable.compact(written), MARSHALL), ...this.key(ControlKeys.coordinator) },
           ConditionExpression: condition,
           ExpressionAttributeNames: names,
           ...(Object.keys(values).length === 0 ? {} : { ExpressionAttributeValues: values }),
