@@ -304,6 +304,7 @@ export class CoordinatorSession {
           if (this.require().state.retained.includes(command.checkpointId)) {
             await this.table.setCompleted(command.checkpointId, metadataPath({ kind: 'checkpoint', checkpointId: command.checkpointId }));
           }
+          await this.table.deleteAcksThrough(command.checkpointId);
           break;
         case 'discard':
           for (const id of command.checkpointIds) await this.storage.discard(id);
@@ -311,12 +312,15 @@ export class CoordinatorSession {
         case 'abort':
           this.log({ event: 'checkpoint-aborted', checkpointId: command.checkpointId, reason: command.reason });
           await this.storage.discard(command.checkpointId);
+          await this.table.deleteAcksThrough(command.checkpointId);
           break;
         case 'savepointComplete':
           await request(command.requestId, { status: 'succeeded', result: { checkpointId: command.checkpointId, path: this.savepointPath(command.checkpointId) } });
+          await this.table.deleteAcksThrough(command.checkpointId);
           break;
         case 'halt':
           await request(command.requestId, { status: 'succeeded', result: { checkpointId: command.checkpointId, path: this.savepointPath(command.checkpointId) } });
+          await this.table.deleteAcksThrough(command.checkpointId);
           break;
         case 'savepointFailed':
           await request(command.requestId, { status: 'failed', error: command.reason });

@@ -1,4 +1,5 @@
 import {
+  DeleteItemCommand,
   GetItemCommand,
   PutItemCommand,
   UpdateItemCommand,
@@ -274,20 +275,38 @@ export class CoordinatorControlTable {
     return this.query<AckItem>(ControlKeys.ackPrefix(checkpointId));
   }
 
+  /**
+   * Deletes the ack (and decline) items of `checkpointId` and every earlier checkpoint, once it ended (completed or
+   * aborted; one checkpoint is in flight at a time, so every earlier one ended too): nothing reads them any more,
+   * and without this they pile up (P a checkpoint, forever). A late ack put after an abort goes at the next end.
+   */
+  async deleteAcksThrough(checkpointId: number): Promise<number> {
+    const acks = await this.query<AckItem>('ack#', `${ControlKeys.ackPrefix(checkpointId)}~`);
+    try {
+      await Promise.all(
+        acks.map((a) => this.client.send(new DeleteItemCommand({ TableName: this.table, Key: this.key(ControlKeys.ack(a.checkpointId, a.slot)) }))),
+      );
+    } catch (cause) {
+      throw new ClusterControlError(`could not delete the ack items of checkpoint ${checkpointId} in ${this.where(ControlKeys.ackPrefix(checkpointId))}`, { cause });
+    }
+    return acks.length;
+  }
+
   requests(): Promise<RequestItem[]> {
     return this.query<RequestItem>(ControlKeys.requestPrefix);
   }
 
-  private async query<T>(prefix: string): Promise<T[]> {
+  /** The items whose sort key begins with `prefix`, or with `through`: from `prefix` up to `through` included. */
+  private async query<T>(prefix: string, through?: string): Promise<T[]> {
     const found: T[] = [];
     try {
       const pages = paginateQuery(
         { client: this.client },
         {
           TableName: this.table,
-          KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :prefix)',
+          KeyConditionExpression: through === undefined ? '#pk = :pk AND begins_with(#sk, :prefix)' : '#pk = :pk AND #sk BETWEEN :prefix AND :through',
           ExpressionAttributeNames: { '#pk': PK, '#sk': SK },
-          ExpressionAttributeValues: { ':pk': { S: this.partition }, ':prefix': { S: prefix } },
+          ExpressionAttributeValues: { ':pk': { S: this.partition }, ':prefix': { S: prefix }, ...(through === undefined ? {} : { ':through': { S: through } }) },
           ConsistentRead: true,
         },
       );
