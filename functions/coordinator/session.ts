@@ -179,9 +179,12 @@ export class CoordinatorSession {
     for (let round = 0; round < 16; round++) {
       const item = this.require();
       if ((item.outbox ?? []).length > 0) {
-        await this.execute(item.outbox ?? []);
-        const { outbox: _done, ...rest } = this.require();
-        await this.save(rest);
+        const answered = await this.execute(item.outbox ?? []);
+        const { outbox: _done, requests, ...rest } = this.require();
+        // A request answered for good is never taken again (it is not `queued`): its entry goes, so the map does
+        // not grow with every savepoint or stop ever taken.
+        const kept = Object.entries(requests ?? {}).filter(([, id]) => !answered.has(id));
+        await this.save({ ...rest, ...(kept.length === 0 ? {} : { requests: Object.fromEntries(kept) }) });
         continue;
       }
       if (item.pendingCommit !== undefined) {
@@ -286,13 +289,18 @@ export class CoordinatorSession {
     return this.savepoints.pathOf({ checkpointId, triggeredAt: entry?.triggeredAt ?? 0 });
   }
 
-  /** Carries out commands that need no answer; each is idempotent, as the outbox may be replayed. */
-  private async execute(commands: readonly CoordinatorCommand[]): Promise<void> {
+  /**
+   * Carries out commands that need no answer; each is idempotent, as the outbox may be replayed. Returns the
+   * savepoint request ids answered with a final status.
+   */
+  private async execute(commands: readonly CoordinatorCommand[]): Promise<Set<number>> {
     const requests = this.require().requests;
     const now = this.now();
+    const answered = new Set<number>();
     const request = async (requestId: number, update: Parameters<CoordinatorControlTable['updateRequest']>[1]): Promise<void> => {
       const id = requestItemOf(requests, requestId);
       if (id !== undefined) await this.table.updateRequest(id, update, now);
+      answered.add(requestId);
     };
     for (const command of commands) {
       switch (command.kind) {
@@ -342,6 +350,7 @@ export class CoordinatorSession {
           throw new InternalError(`${command.kind} belongs in pendingCommit, not in the outbox`);
       }
     }
+    return answered;
   }
 
   /**

@@ -261,5 +261,7 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });
     const folders = await storage.store.listFolders('');
     for (const r of [sp, stop]) expect(folders).not.toContain(checkpointDirName(r?.result?.checkpointId ?? -1));
+    // Both requests were answered: the coordinator item keeps no entry for them.
+    expect((await job.item<CoordinatorItem>(ControlKeys.coordinator))?.requests ?? {}).toEqual({});
   });
 });
