@@ -1,7 +1,7 @@
 import { CheckpointCoordinator, type CoordinatorStep } from '../../lib/checkpoint/coordinator.ts';
 import { compileCoordinatorOptions, type CompiledCoordinatorOptions } from '../../lib/checkpoint/coordinator-options.ts';
 import type { CoordinatorCommand } from '../../lib/checkpoint/coordinator-protocol.ts';
-import { metadataPath, parseSharedFilePath, SHARED_DIR_NAME } from '../../lib/checkpoint/naming.ts';
+import { checkpointDirName, metadataPath, parseSharedFilePath, SHARED_DIR_NAME } from '../../lib/checkpoint/naming.ts';
 import type { CheckpointMetadata } from '../../lib/checkpoint/types.ts';
 import type { ClusterConfigItem, ControlItem, CoordinatorItem, SlotCommittablesRef } from '../../lib/cluster/control-items.ts';
 import { applyAcks, controlTriggerFor, requestItemOf, splitCommands } from '../../lib/cluster/coordinator-cycle.ts';
@@ -25,6 +25,9 @@ function savepointUri(checkpointDir: string): string {
   const { bucket, prefix } = parseS3Uri(checkpointDir);
   return `s3://${bucket}/${prefix === '' ? '' : `${prefix}/`}savepoints`;
 }
+
+/** The metadata bytes of a pending commit, staged in the checkpoint's folder before the commit is tried. */
+const STAGED_METADATA_NAME = '_metadata.pending';
 
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -143,8 +146,10 @@ export class CoordinatorSession {
       if (trigger?.checkpointId !== write.metadata.checkpointId) {
         throw new InternalError(`checkpoint ${write.metadata.checkpointId} is to be committed, but control.trigger is ${JSON.stringify(trigger)}`);
       }
-      const metadataJson = Buffer.from(encodeMetadata(write.metadata)).toString('utf8');
-      pendingCommit = { checkpointId: write.metadata.checkpointId, metadataJson, leaseGeneration: trigger.leaseGeneration, ...(write.kind === 'writeSavepoint' ? { savepoint: true } : {}) };
+      const bytes = encodeMetadata(write.metadata);
+      const staged = { path: `${checkpointDirName(write.metadata.checkpointId)}/${STAGED_METADATA_NAME}`, bytes: bytes.byteLength, sha256: await sha256Hex(bytes) };
+      await this.storage.store.put(staged.path, bytes);
+      pendingCommit = { checkpointId: write.metadata.checkpointId, staged, leaseGeneration: trigger.leaseGeneration, ...(write.kind === 'writeSavepoint' ? { savepoint: true } : {}) };
     }
     const unchanged =
       write === undefined && outbox.length === 0 && Object.keys(changes).length === 0 && JSON.stringify(step.coordinator.state) === JSON.stringify(item.state);
@@ -174,9 +179,12 @@ export class CoordinatorSession {
     for (let round = 0; round < 16; round++) {
       const item = this.require();
       if ((item.outbox ?? []).length > 0) {
-        await this.execute(item.outbox ?? []);
-        const { outbox: _done, ...rest } = this.require();
-        await this.save(rest);
+        const answered = await this.execute(item.outbox ?? []);
+        const { outbox: _done, requests, ...rest } = this.require();
+        // A request answered for good is never taken again (it is not `queued`): its entry goes, so the map does
+        // not grow with every savepoint or stop ever taken.
+        const kept = Object.entries(requests ?? {}).filter(([, id]) => !answered.has(id));
+        await this.save({ ...rest, ...(kept.length === 0 ? {} : { requests: Object.fromEntries(kept) }) });
         continue;
       }
       if (item.pendingCommit !== undefined) {
@@ -205,7 +213,7 @@ export class CoordinatorSession {
 
   private async finishCommit(item: CoordinatorItem, pending: NonNullable<CoordinatorItem['pendingCommit']>): Promise<void> {
     const id = pending.checkpointId;
-    const bytes = new Uint8Array(Buffer.from(pending.metadataJson, 'utf8'));
+    const bytes = await this.pendingBytes(pending);
     const metadata = decodeMetadata(bytes, `the pending commit of checkpoint ${id}`, id);
     let outcome: 'committed' | 'refused';
     let reason = '';
@@ -215,7 +223,11 @@ export class CoordinatorSession {
         reason = 'a slot was taken over while the savepoint was in flight (lease generation moved)';
       } else {
         const path = metadataPath({ kind: 'checkpoint', checkpointId: id });
-        outcome = await this.commitPoint.commitConditioned(id, path, bytes, await sha256Hex(bytes), [this.table.leaseGenerationCheck(pending.leaseGeneration)]);
+        // `control.completed` moves in the same transaction (not later from the outbox): a slot taken over after
+        // the commit must restore this checkpoint, never the previous one.
+        outcome = await this.commitPoint.commitConditioned(id, path, bytes, await sha256Hex(bytes), [
+          this.table.completeOnGeneration(pending.leaseGeneration, id, path),
+        ]);
         reason = `a slot was taken over while checkpoint ${id} was in flight (lease generation is no longer ${pending.leaseGeneration})`;
       }
     } catch (error) {
@@ -242,6 +254,17 @@ export class CoordinatorSession {
     await this.saveStep({ ...rest, sinkCommits, outbox: [...(rest.outbox ?? []), ...staging] }, coordinator.metadataCommitted(id, this.now()));
   }
 
+  /** The exact metadata bytes of a pending commit: the staged object (checked against its sha256), or inline. */
+  private async pendingBytes(pending: NonNullable<CoordinatorItem['pendingCommit']>): Promise<Uint8Array> {
+    if (pending.metadataJson !== undefined) return new Uint8Array(Buffer.from(pending.metadataJson, 'utf8'));
+    const staged = pending.staged;
+    const bytes = staged === undefined ? undefined : await this.storage.store.get(staged.path);
+    if (staged === undefined || bytes === undefined || (await sha256Hex(bytes)) !== staged.sha256) {
+      throw new ClusterControlError(`the staged metadata of checkpoint ${pending.checkpointId} (${String(staged?.path)}) is missing or does not match its sha256`);
+    }
+    return bytes;
+  }
+
   private async saveStep(base: Omit<CoordinatorItem, 'version' | 'execution' | 'state'>, step: CoordinatorStep): Promise<void> {
     const { write, outbox } = splitCommands(step.commands);
     if (write !== undefined) throw new InternalError(`a ${write.kind} command arrived while finishing a commit`);
@@ -266,13 +289,18 @@ export class CoordinatorSession {
     return this.savepoints.pathOf({ checkpointId, triggeredAt: entry?.triggeredAt ?? 0 });
   }
 
-  /** Carries out commands that need no answer; each is idempotent, as the outbox may be replayed. */
-  private async execute(commands: readonly CoordinatorCommand[]): Promise<void> {
+  /**
+   * Carries out commands that need no answer; each is idempotent, as the outbox may be replayed. Returns the
+   * savepoint request ids answered with a final status.
+   */
+  private async execute(commands: readonly CoordinatorCommand[]): Promise<Set<number>> {
     const requests = this.require().requests;
     const now = this.now();
+    const answered = new Set<number>();
     const request = async (requestId: number, update: Parameters<CoordinatorControlTable['updateRequest']>[1]): Promise<void> => {
       const id = requestItemOf(requests, requestId);
       if (id !== undefined) await this.table.updateRequest(id, update, now);
+      answered.add(requestId);
     };
     for (const command of commands) {
       switch (command.kind) {
@@ -284,6 +312,7 @@ export class CoordinatorSession {
           if (this.require().state.retained.includes(command.checkpointId)) {
             await this.table.setCompleted(command.checkpointId, metadataPath({ kind: 'checkpoint', checkpointId: command.checkpointId }));
           }
+          await this.table.deleteAcksThrough(command.checkpointId);
           break;
         case 'discard':
           for (const id of command.checkpointIds) await this.storage.discard(id);
@@ -291,12 +320,15 @@ export class CoordinatorSession {
         case 'abort':
           this.log({ event: 'checkpoint-aborted', checkpointId: command.checkpointId, reason: command.reason });
           await this.storage.discard(command.checkpointId);
+          await this.table.deleteAcksThrough(command.checkpointId);
           break;
         case 'savepointComplete':
           await request(command.requestId, { status: 'succeeded', result: { checkpointId: command.checkpointId, path: this.savepointPath(command.checkpointId) } });
+          await this.table.deleteAcksThrough(command.checkpointId);
           break;
         case 'halt':
           await request(command.requestId, { status: 'succeeded', result: { checkpointId: command.checkpointId, path: this.savepointPath(command.checkpointId) } });
+          await this.table.deleteAcksThrough(command.checkpointId);
           break;
         case 'savepointFailed':
           await request(command.requestId, { status: 'failed', error: command.reason });
@@ -318,6 +350,7 @@ export class CoordinatorSession {
           throw new InternalError(`${command.kind} belongs in pendingCommit, not in the outbox`);
       }
     }
+    return answered;
   }
 
   /**
@@ -344,6 +377,15 @@ export class CoordinatorSession {
       await this.follow(coordinator.tick(this.now()));
       return 0;
     }
+    // A slot was taken over since the trigger was written: the commit would be refused, so waiting for the acks
+    // (the slot's new owner never acks a trigger it found at its start) only ends at the timeout. Abort now; the
+    // next trigger carries the new generation.
+    const control = await this.table.readControl();
+    if (control.trigger?.checkpointId === inFlight.checkpointId && control.trigger.leaseGeneration !== control.leaseGeneration) {
+      const reason = `a slot was taken over while checkpoint ${inFlight.checkpointId} was in flight (lease generation ${control.trigger.leaseGeneration} -> ${control.leaseGeneration})`;
+      await this.follow(coordinator.abort(inFlight.checkpointId, reason, this.now()));
+      return 0;
+    }
     const acks = await this.table.acks(inFlight.checkpointId);
     const now = this.now();
     // Refs kept for an earlier checkpoint (aborted) do not count for this one.
@@ -359,19 +401,34 @@ export class CoordinatorSession {
     return acks.length;
   }
 
-  /** Commits sinks checkpoint by checkpoint, moving `sinkCommittedThrough` after each. Returns the ids committed. */
+  /**
+   * Commits sinks checkpoint by checkpoint, moving `sinkCommittedThrough` after each. Returns the ids committed.
+   * Idempotent at every point: an entry at or below `sinkCommittedThrough` is committed already (a handler died
+   * before removing it) and is only removed; a stop savepoint's staging folder is discarded from the outbox saved
+   * with the removal, so no repeat can find the entry still listed and its committables gone.
+   */
   async commitSinks(): Promise<number[]> {
     const done: number[] = [];
+    let committedThrough = (await this.table.readControl()).sinkCommittedThrough;
     for (;;) {
       const next = this.require().sinkCommits?.[0];
       if (next === undefined) return done;
-      const handed = await this.commitSinksOf(next.checkpointId, next.refs);
-      await this.table.setSinkCommittedThrough(next.checkpointId);
-      // A stop's savepoint (not a retained checkpoint): its staging files are not needed any more.
-      if (!this.require().state.retained.includes(next.checkpointId)) await this.storage.discard(next.checkpointId);
+      let handed = 0;
+      if (next.checkpointId > committedThrough) {
+        handed = await this.commitSinksOf(next.checkpointId, next.refs);
+        await this.table.setSinkCommittedThrough(next.checkpointId);
+        committedThrough = next.checkpointId;
+      }
       const item = this.require();
-      await this.save({ ...item, sinkCommits: (item.sinkCommits ?? []).filter((c) => c.checkpointId !== next.checkpointId) });
+      // A stop's savepoint (not a retained checkpoint): its staging files are not needed any more.
+      const staging: CoordinatorCommand[] = item.state.retained.includes(next.checkpointId) ? [] : [{ kind: 'discard', checkpointIds: [next.checkpointId] }];
+      await this.save({
+        ...item,
+        sinkCommits: (item.sinkCommits ?? []).filter((c) => c.checkpointId !== next.checkpointId),
+        ...(staging.length === 0 ? {} : { outbox: [...(item.outbox ?? []), ...staging] }),
+      });
       this.log({ event: 'sinks-committed', checkpointId: next.checkpointId, committables: handed });
+      if (staging.length > 0) await this.settle();
       done.push(next.checkpointId);
     }
   }
@@ -395,8 +452,9 @@ export class CoordinatorSession {
 
   /**
    * Deletes shared state files no complete checkpoint lists that are older than twice the checkpoint timeout
-   * (what a checkpoint that never completed uploaded). Only the coordinator does this; nothing when a checkpoint
-   * reads as corrupt (what it lists is unknown). Returns how many went.
+   * (what a checkpoint that never completed uploaded). Only the coordinator does this, and only when no slot runs
+   * (Recover of a halted job: running chains still reference files of aborted checkpoints); nothing when a
+   * checkpoint reads as corrupt (what it lists is unknown). Returns how many went.
    */
   async collectSharedFiles(): Promise<number> {
     const found = (await this.storage.store.objects.listObjects(SHARED_DIR_NAME)).filter((o) => parseSharedFilePath(o.path) !== undefined);

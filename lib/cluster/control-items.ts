@@ -200,12 +200,15 @@ export interface CoordinatorItem {
   readonly execution: string;
   readonly state: CoordinatorState;
   /**
-   * A metadata commit in progress: the exact bytes (JSON) persisted before the first try, so a retried handler
-   * writes the same object, and the lease generation of its trigger.
+   * A metadata commit in progress: the exact bytes persisted before the first try, so a retried handler writes the
+   * same object, and the lease generation of its trigger. The bytes are staged as an object in the checkpoint's
+   * folder (`staged`), not kept here: they repeat every task handle that `state` holds already, and the item must
+   * stay under DynamoDB's 400 KB. `metadataJson`: the bytes inline, as items written before staging hold them.
    */
   readonly pendingCommit?: {
     readonly checkpointId: number;
-    readonly metadataJson: string;
+    readonly staged?: { readonly path: string; readonly bytes: number; readonly sha256: string };
+    readonly metadataJson?: string;
     readonly leaseGeneration: number;
     /** A savepoint: written to the savepoint area instead of committed as a checkpoint. Absent: a checkpoint. */
     readonly savepoint?: boolean;
@@ -219,6 +222,12 @@ export interface CoordinatorItem {
   readonly requests?: Readonly<Record<string, number>>;
   /** Committables objects of the in-flight checkpoint, by slot, from the acks applied so far. Absent: none. */
   readonly inFlightCommittables?: { readonly checkpointId: number; readonly bySlot: Readonly<Record<string, SlotCommittablesRef>> };
+  /**
+   * As stored: the in-flight checkpoint's acknowledged handles are kept without their `sharedFiles` (the incremental
+   * chains, most of the item's bytes at scale), which the ack items of that checkpoint still hold; reading the item
+   * puts them back. Absent in memory and in items written before.
+   */
+  readonly sharedFilesInAcks?: boolean;
   /** Completed checkpoints (and stop savepoints) whose sink committables are not all committed yet, oldest first. */
   readonly sinkCommits?: readonly { readonly checkpointId: number; readonly refs: readonly SlotCommittablesRef[] }[];
 }

@@ -1,20 +1,15 @@
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoDBClient, GetItemCommand, PutItemCommand, ScanCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { describe, expect, it } from 'vitest';
+import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { ControlKeys, jobPartition, type AckItem, type ClusterConfigItem, type ControlItem, type CoordinatorItem, type RequestItem } from '../../lib/cluster/control-items.ts';
+import { ControlKeys, type CoordinatorItem, type RequestItem } from '../../lib/cluster/control-items.ts';
 import { checkpointDirName, metadataPath } from '../../lib/checkpoint/naming.ts';
-import { encodeSlotCommittables, slotCommittablesName } from '../../lib/cluster/slot-committables.ts';
-import { dynamoDbSink } from '../../lib/connectors/aws/dynamodb/dynamodb-sink.ts';
-import { ensureTable } from '../../lib/connectors/aws/dynamodb/ensure-table.ts';
 import type { DynamoDbCommitter } from '../../lib/connectors/aws/dynamodb/dynamodb-committer.ts';
 import type { DynamoDbCommittable } from '../../lib/connectors/aws/dynamodb/committable.ts';
 import { dynamoDbCommitterFromDescriptor } from '../../lib/connectors/aws/dynamodb/external-commit.ts';
 import { SinkCommitRegistry, type ExternalCommitterFactory } from '../../lib/connectors/aws/cluster/sink-commit-registry.ts';
-import { DEFAULT_SINK_COMMIT_REGISTRY } from '../../lib/connectors/aws/cluster/sink-commit-registry.ts';
-import { ensureCheckpointCommitTable } from '../../lib/connectors/aws/s3/ensure-commit-table.ts';
 import { openS3CheckpointStorage } from '../../lib/connectors/aws/s3/open-s3-checkpoint-storage.ts';
 import type { DynamoDbCommitPoint } from '../../lib/connectors/aws/s3/dynamodb-commit-point.ts';
 import { CoordinatorControlTable } from '../../lib/connectors/aws/cluster/coordinator-control-table.ts';
@@ -22,207 +17,22 @@ import { LocalStepFunctions } from '../../functions/coordinator/local/local-step
 import { handler as recover } from '../../functions/coordinator/recover.ts';
 import { handler as trigger } from '../../functions/coordinator/trigger.ts';
 import { handler as collectAcks } from '../../functions/coordinator/collect-acks.ts';
-import { useSettings, type CoordinatorSettings } from '../../functions/coordinator/settings.ts';
-import { startDynamoDbLocal, type DynamoDbLocal } from '../harness/aws/dynamodb-local.ts';
-import { startS3Emulator, type S3Emulator } from '../harness/aws/s3-emulator.ts';
+import { useSettings } from '../../functions/coordinator/settings.ts';
+import {
+  BUCKET,
+  CONTROL,
+  P,
+  SINK,
+  dynamo,
+  expectSinkEqualsReference,
+  fakeWorkers,
+  newJob,
+  s3,
+  until,
+  useCoordinatorEmulators,
+} from './cluster-coordinator-harness.ts';
 
-const CONTROL = 'control';
-const COMMITS = 'commits';
-const SINK = 'sink-table';
-const BUCKET = 'ckpt';
-const P = 2;
-
-let dynamo: DynamoDbLocal;
-let s3: S3Emulator;
-let jobs = 0;
-
-beforeAll(async () => {
-  [dynamo, s3] = await Promise.all([startDynamoDbLocal(), startS3Emulator({ buckets: [BUCKET] })]);
-  await ensureTable({ tableName: CONTROL, partitionKey: { name: 'pk' }, sortKey: { name: 'sk' }, client: dynamo.client });
-  await ensureTable({ tableName: SINK, partitionKey: { name: 'pk' }, client: dynamo.client });
-  await ensureCheckpointCommitTable(COMMITS, { client: dynamo.client });
-}, 180_000);
-
-afterAll(async () => {
-  useSettings(undefined);
-  await Promise.all([dynamo?.stop(), s3?.stop()]);
-});
-
-async function until(what: string, condition: () => Promise<boolean> | boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-interface Job {
-  readonly jobId: string;
-  readonly dir: string;
-  readonly events: Record<string, unknown>[];
-  readonly settings: CoordinatorSettings;
-  item<T>(sk: string): Promise<T | undefined>;
-  control(): Promise<ControlItem | undefined>;
-  put(sk: string, value: object): Promise<void>;
-  bumpGeneration(): Promise<void>;
-  completed(): number[];
-}
-
-/** A fresh job: its config item, its own storage prefix and settings (clients of the emulators, a log to read). */
-async function newJob(options: { cycleSeconds?: number; registry?: SinkCommitRegistry; intervalMs?: number } = {}): Promise<Job> {
-  const jobId = `job${++jobs}`;
-  const dir = `s3://${BUCKET}/${jobId}?commitTable=${COMMITS}`;
-  const events: Record<string, unknown>[] = [];
-  const client: DynamoDBClient = dynamo.client;
-  const settings: CoordinatorSettings = {
-    jobId,
-    controlTable: CONTROL,
-    checkpointDir: undefined,
-    ackPollMs: 100,
-    cycleSeconds: options.cycleSeconds ?? 240,
-    dynamo: client,
-    s3: s3.client as S3Client,
-    registry: options.registry ?? DEFAULT_SINK_COMMIT_REGISTRY,
-    now: () => Date.now(),
-    log: (e) => {
-      events.push(e);
-      if (process.env['TRACE_COORDINATOR'] === '1') console.log(JSON.stringify(e));
-    },
-  };
-  const key = (sk: string) => ({ pk: { S: jobPartition(jobId) }, sk: { S: sk } });
-  const sink = dynamoDbSink<unknown>({ table: SINK, partitionKey: 'pk', toWrites: () => null, jobId });
-  const tasks = [0, 1].flatMap((vertex) => Array.from({ length: P }, (_, subtask) => ({ vertex, subtask })));
-  const config: ClusterConfigItem = {
-    fingerprint: 'fp',
-    parallelism: P,
-    maxParallelism: 128,
-    edges: [],
-    checkpointDir: dir,
-    checkpointing: { intervalMs: options.intervalMs ?? 300, timeoutMs: 20_000, retain: 2 },
-    tasks,
-    sourceTasks: tasks.filter((t) => t.vertex === 0),
-    sinks: [{ nodeId: 7, name: sink.name, externalCommit: sink.externalCommit as ClusterConfigItem['sinks'][number]['externalCommit'] }],
-    createdAt: Date.now(),
-  };
-  const job: Job = {
-    jobId,
-    dir,
-    events,
-    settings,
-    async item<T>(sk: string) {
-      const out = await client.send(new GetItemCommand({ TableName: CONTROL, Key: key(sk), ConsistentRead: true }));
-      return out.Item === undefined ? undefined : (unmarshall(out.Item) as T);
-    },
-    control: () => job.item<ControlItem>(ControlKeys.control),
-    async put(sk, value) {
-      await client.send(new PutItemCommand({ TableName: CONTROL, Item: { ...marshall(value, { removeUndefinedValues: true }), ...key(sk) } }));
-    },
-    async bumpGeneration() {
-      await client.send(
-        new UpdateItemCommand({ TableName: CONTROL, Key: key(ControlKeys.control), UpdateExpression: 'ADD leaseGeneration :one', ExpressionAttributeValues: { ':one': { N: '1' } } }),
-      );
-    },
-    completed: () => events.filter((e) => e['event'] === 'checkpoint-completed').map((e) => e['checkpointId'] as number),
-  };
-  await job.put(ControlKeys.config, config);
-  useSettings(settings);
-  return job;
-}
-
-/**
- * Fake workers: every slot acks each new trigger (task state files, a committables object with one DynamoDB
- * transaction that adds 1 to the slot's counter item and records the checkpoint id, then the ack item).
- */
-function fakeWorkers(job: Job, options: { beforeAck?: (checkpointId: number) => Promise<void> } = {}): { stop(): Promise<void> } {
-  const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });
-  let running = true;
-  let acked = 0;
-  const loop = (async () => {
-    while (running) {
-      const control = await job.control();
-      const t = control?.trigger;
-      if (t !== undefined && t.checkpointId > acked) {
-        acked = t.checkpointId;
-        await options.beforeAck?.(t.checkpointId);
-        for (let slot = 0; slot < P; slot++) {
-          const epoch = 1;
-          const handles = [];
-          for (const vertex of [0, 1]) {
-            const data = new TextEncoder().encode(`state ${vertex}/${slot} @${t.checkpointId}`);
-            const written = await storage.writeTaskState(t.checkpointId, `task-${vertex}-${slot}.state`, data);
-            handles.push({ task: { vertex, subtask: slot }, vertexName: `v${vertex}`, ...written });
-          }
-          const committable = {
-            txn: `${job.jobId}/e${epoch}/${slot}/c${t.checkpointId}`,
-            preparedAt: t.timestamp,
-            chunks: [
-              {
-                generation: 0,
-                items: [
-                  {
-                    Update: {
-                      TableName: SINK,
-                      Key: { pk: { S: `${job.jobId}-slot-${slot}` } },
-                      UpdateExpression: 'ADD #total :one SET lastCheckpoint = :id',
-                      ExpressionAttributeNames: { '#total': 'total' },
-                      ExpressionAttributeValues: { ':one': { N: '1' }, ':id': { N: String(t.checkpointId) } },
-                    },
-                  },
-                ],
-              },
-            ],
-          };
-          const bytes = encodeSlotCommittables({ version: 1, checkpointId: t.checkpointId, slot, epoch, sinks: [{ nodeId: 7, committables: t.savepoint && t.stop !== true ? [] : [committable] }] });
-          const path = `${checkpointDirName(t.checkpointId)}/${slotCommittablesName(slot, epoch)}`;
-          await storage.store.put(path, bytes);
-          const ack: AckItem = {
-            kind: 'ack',
-            checkpointId: t.checkpointId,
-            slot,
-            owner: 'w1',
-            epoch,
-            handles,
-            committables: { path, bytes: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') },
-            at: Date.now(),
-          };
-          await job.put(ControlKeys.ack(t.checkpointId, slot), ack);
-        }
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  })();
-  return {
-    async stop() {
-      running = false;
-      await loop;
-    },
-  };
-}
-
-/** The sink table as the fake workers' writes make it: per slot, how many checkpoints added to it and the last one. */
-async function sinkRows(job: Job): Promise<Map<string, { total: number; lastCheckpoint: number }>> {
-  const out = await dynamo.client.send(new ScanCommand({ TableName: SINK, ConsistentRead: true }));
-  const rows = new Map<string, { total: number; lastCheckpoint: number }>();
-  for (const raw of out.Items ?? []) {
-    const item = unmarshall(raw) as { pk: string; total?: number; lastCheckpoint?: number };
-    if (item.pk.startsWith(`${job.jobId}-slot-`)) rows.set(item.pk, { total: item.total ?? 0, lastCheckpoint: item.lastCheckpoint ?? 0 });
-  }
-  return rows;
-}
-
-/** Every committed checkpoint added exactly once to every slot's counter; sinkCommittedThrough covers the last. */
-async function expectSinkEqualsReference(job: Job): Promise<void> {
-  const control = await job.control();
-  const committed = job.events.filter((e) => e['event'] === 'sinks-committed').map((e) => e['checkpointId'] as number);
-  const distinct = [...new Set(committed)];
-  expect(distinct).toEqual([...distinct].sort((a, b) => a - b));
-  const rows = await sinkRows(job);
-  for (let slot = 0; slot < P; slot++) {
-    expect(rows.get(`${job.jobId}-slot-${slot}`)).toEqual({ total: distinct.length, lastCheckpoint: Math.max(...distinct) });
-  }
-  expect(control?.sinkCommittedThrough).toBe(Math.max(...distinct));
-}
-
+useCoordinatorEmulators();
 describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }, () => {
   it('completes checkpoints and commits their sinks in order, through the ASL run locally', async () => {
     const job = await newJob({ intervalMs: 2000 });
@@ -248,6 +58,9 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     await expectSinkEqualsReference(job);
     const control = await job.control();
     expect(control?.completed?.checkpointId).toBe(Math.max(...job.completed()));
+    // The ack items of ended checkpoints are gone: only the one in flight when the run stopped may keep some.
+    const table = new CoordinatorControlTable(dynamo.client, CONTROL, job.jobId);
+    for (const id of job.completed()) expect(await table.acks(id), `ack items of checkpoint ${id}`).toEqual([]);
     if (process.env['TRACE_COORDINATOR'] === '1') console.log(JSON.stringify({ completed: job.completed().length, stats: sfn.stats, calls }));
     // `sluice checkpoints` and restores read the same commit records.
     const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });
@@ -278,6 +91,7 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     // The aborted checkpoint's committables were never committed: every counter moved once per committed checkpoint.
     await expectSinkEqualsReference(job);
     expect(job.events.some((e) => e['event'] === 'checkpoint-aborted' && e['checkpointId'] === bumped)).toBe(true);
+    expect(await new CoordinatorControlTable(dynamo.client, CONTROL, job.jobId).acks(bumped ?? -1)).toEqual([]);
   });
 
   it('retries CommitSinks that throws once halfway: the repeat changes nothing (request tokens, markers), the table equals the reference', async () => {
@@ -386,19 +200,30 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     expect((await job.item<CoordinatorItem>(ControlKeys.coordinator))?.pendingCommit).toBeUndefined();
     const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });
     const stored = await storage.store.get(metadataPath({ kind: 'checkpoint', checkpointId: id }));
-    expect(Buffer.from(stored ?? new Uint8Array()).toString('utf8')).toBe(pending?.metadataJson);
+    // The bytes were staged before the first try (not kept in the item): the committed object is exactly them.
+    const staged = await storage.store.get(pending?.staged?.path ?? '');
+    expect(staged).toBeDefined();
+    expect(pending?.metadataJson).toBeUndefined();
+    expect(Buffer.from(stored ?? new Uint8Array()).toString('utf8')).toBe(Buffer.from(staged ?? new Uint8Array()).toString('utf8'));
+    expect(createHash('sha256').update(stored ?? new Uint8Array()).digest('hex')).toBe(pending?.staged?.sha256);
     await expectSinkEqualsReference(job);
   });
 
-  it('Recover deletes shared files no complete checkpoint lists, once older than twice the checkpoint timeout', async () => {
+  it('Recover of a halted job deletes shared files no complete checkpoint lists, once older than twice the timeout; of a running job none', async () => {
     const job = await newJob();
     const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });
     await storage.store.put('shared/orphan-1.sst', new TextEncoder().encode('x'));
     await recover({ execution: 'A' });
     expect(await storage.sharedState.list()).toEqual(['shared/orphan-1.sst']);
-    // The config's timeout is 20 s: an hour later the orphan is old enough.
+    // The config's timeout is 20 s: an hour later the orphan is old enough, but slots run: a running chain may
+    // still reference it (a file of an aborted checkpoint that the next completed one lists again).
     useSettings({ ...job.settings, now: () => Date.now() + 3_600_000 });
-    await recover({ execution: 'A' });
+    expect((await recover({ execution: 'A' })).status).toBe('running');
+    expect(await storage.sharedState.list()).toEqual(['shared/orphan-1.sst']);
+    // Halted (every slot stopped at the stop savepoint): now it goes.
+    const item = await job.item<CoordinatorItem>(ControlKeys.coordinator);
+    await job.put(ControlKeys.coordinator, { ...item, state: { ...item?.state, status: 'halted' } });
+    expect((await recover({ execution: 'A' })).status).toBe('halted');
     expect(await storage.sharedState.list()).toEqual([]);
     expect(job.events.some((e) => e['event'] === 'shared-files-deleted')).toBe(true);
   });
@@ -436,5 +261,7 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });
     const folders = await storage.store.listFolders('');
     for (const r of [sp, stop]) expect(folders).not.toContain(checkpointDirName(r?.result?.checkpointId ?? -1));
+    // Both requests were answered: the coordinator item keeps no entry for them.
+    expect((await job.item<CoordinatorItem>(ControlKeys.coordinator))?.requests ?? {}).toEqual({});
   });
 });

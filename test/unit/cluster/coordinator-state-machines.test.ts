@@ -69,4 +69,12 @@ describe('the supervisor', () => {
     expect(d.States['InitDefault']?.Parameters?.['maxChildren']).toBe(300);
     expect(JSON.stringify(d.States['AfterCycles'])).toContain('ContinueAsNew');
   });
+
+  it('ends a halted or finished job only through Recover, which commits the pending sinks first', () => {
+    const d = JSON.parse(readDefinition('supervisor')) as { States: Record<string, { Choices?: { StringEquals?: string; Next: string }[] }> };
+    for (const status of ['halted', 'finished']) {
+      expect(d.States['AfterCycles']?.Choices?.find((c) => c.StringEquals === status)?.Next, status).toBe('Recover');
+      expect(d.States['Recovered']?.Choices?.find((c) => c.StringEquals === status)?.Next, status).toBe('Done');
+    }
+  });
 });

@@ -1,4 +1,5 @@
 import {
+  DeleteItemCommand,
   GetItemCommand,
   PutItemCommand,
   UpdateItemCommand,
@@ -21,6 +22,7 @@ import {
   type CoordinatorItem,
   type RequestItem,
 } from '../../../cluster/control-items.ts';
+import type { TaskStateHandle } from '../../../checkpoint/types.ts';
 import { awsErrorName } from '../kinesis/errors.ts';
 
 const MARSHALL = { removeUndefinedValues: true, convertClassInstanceToMap: false } as const;
@@ -78,8 +80,34 @@ export class CoordinatorControlTable {
     return { ...item, leaseGeneration: item?.leaseGeneration ?? 0, sinkCommittedThrough: item?.sinkCommittedThrough ?? 0 };
   }
 
-  readCoordinator(): Promise<CoordinatorItem | undefined> {
-    return this.get<CoordinatorItem>(ControlKeys.coordinator);
+  /** The coordinator item, the in-flight checkpoint's handles whole again (their `sharedFiles` from its ack items). */
+  async readCoordinator(): Promise<CoordinatorItem | undefined> {
+    const stored = await this.get<CoordinatorItem>(ControlKeys.coordinator);
+    if (stored?.sharedFilesInAcks !== true) return stored;
+    const { sharedFilesInAcks: _s, ...item } = stored;
+    const inFlight = item.state.inFlight;
+    if (inFlight === undefined || inFlight === null || inFlight.acknowledged.length === 0) return item;
+    const byTask = new Map<string, TaskStateHandle['sharedFiles']>();
+    for (const ack of await this.acks(inFlight.checkpointId)) {
+      if (ack.kind !== 'ack') continue;
+      for (const h of ack.handles) if (h.sharedFiles !== undefined) byTask.set(`${h.task.vertex}/${h.task.subtask}`, h.sharedFiles);
+    }
+    const acknowledged = inFlight.acknowledged.map((h) => {
+      const files = byTask.get(`${h.task.vertex}/${h.task.subtask}`);
+      return files === undefined ? h : { ...h, sharedFiles: files };
+    });
+    return { ...item, state: { ...item.state, inFlight: { ...inFlight, acknowledged } } };
+  }
+
+  /**
+   * The item as stored: the in-flight handles without `sharedFiles` (kept by the ack items the handles came from),
+   * so the item stays far below DynamoDB's 400 KB with large incremental chains.
+   */
+  static compact(item: CoordinatorItem): CoordinatorItem {
+    const inFlight = item.state.inFlight;
+    if (inFlight === undefined || inFlight === null || !inFlight.acknowledged.some((h) => h.sharedFiles !== undefined)) return item;
+    const acknowledged = inFlight.acknowledged.map(({ sharedFiles: _f, ...h }) => h);
+    return { ...item, sharedFilesInAcks: true, state: { ...item.state, inFlight: { ...inFlight, acknowledged } } };
   }
 
   /**
@@ -109,7 +137,7 @@ export class CoordinatorControlTable {
       await this.client.send(
         new PutItemCommand({
           TableName: this.table,
-          Item: { ...marshall(written, MARSHALL), ...this.key(ControlKeys.coordinator) },
+          Item: { ...marshall(CoordinatorControlTable.compact(written), MARSHALL), ...this.key(ControlKeys.coordinator) },
           ConditionExpression: condition,
           ExpressionAttributeNames: names,
           ...(Object.keys(values).length === 0 ? {} : { ExpressionAttributeValues: values }),
@@ -217,25 +245,68 @@ export class CoordinatorControlTable {
     };
   }
 
+  /**
+   * The control half of a checkpoint's metadata commit: sets `control.completed` to it, conditioned on
+   * `control.leaseGeneration` still being the trigger's and on no newer checkpoint being completed. In the same
+   * transaction as the commit record, so "committed" and "what a starting slot restores" are one atomic step: a
+   * take-over either precedes the commit (refusing it) or reads the new `completed`.
+   */
+  completeOnGeneration(leaseGeneration: number, checkpointId: number, metadataPath: string): TransactWriteItem {
+    const generation = leaseGeneration === 0 ? '(#gen = :gen OR attribute_not_exists(#gen))' : '#gen = :gen';
+    return {
+      Update: {
+        TableName: this.table,
+        Key: this.key(ControlKeys.control),
+        UpdateExpression: 'SET #completed = :completed, #sct = if_not_exists(#sct, :zero)',
+        ConditionExpression: `${generation} AND (attribute_not_exists(#completed) OR #completed.checkpointId < :id)`,
+        ExpressionAttributeNames: { '#gen': 'leaseGeneration', '#completed': 'completed', '#sct': 'sinkCommittedThrough' },
+        ExpressionAttributeValues: {
+          ':gen': { N: String(leaseGeneration) },
+          ':id': { N: String(checkpointId) },
+          ':zero': { N: '0' },
+          ':completed': { M: marshall({ checkpointId, metadataPath }, MARSHALL) },
+        },
+      },
+    };
+  }
+
   /** Every `ack#<checkpointId>#` item (acks and declines), slot order. */
   acks(checkpointId: number): Promise<AckItem[]> {
     return this.query<AckItem>(ControlKeys.ackPrefix(checkpointId));
+  }
+
+  /**
+   * Deletes the ack (and decline) items of `checkpointId` and every earlier checkpoint, once it ended (completed or
+   * aborted; one checkpoint is in flight at a time, so every earlier one ended too): nothing reads them any more,
+   * and without this they pile up (P a checkpoint, forever). A late ack put after an abort goes at the next end.
+   */
+  async deleteAcksThrough(checkpointId: number): Promise<number> {
+    const acks = await this.query<AckItem>('ack#', `${ControlKeys.ackPrefix(checkpointId)}~`);
+    try {
+      await Promise.all(
+        acks.map((a) => this.client.send(new DeleteItemCommand({ TableName: this.table, Key: this.key(ControlKeys.ack(a.checkpointId, a.slot)) }))),
+      );
+    } catch (cause) {
+      throw new ClusterControlError(`could not delete the ack items of checkpoint ${checkpointId} in ${this.where(ControlKeys.ackPrefix(checkpointId))}`, { cause });
+    }
+    return acks.length;
   }
 
   requests(): Promise<RequestItem[]> {
     return this.query<RequestItem>(ControlKeys.requestPrefix);
   }
 
-  private async query<T>(prefix: string): Promise<T[]> {
+  /** The items whose sort key begins with `prefix`, or with `through`: from `prefix` up to `through` included. */
+  private async query<T>(prefix: string, through?: string): Promise<T[]> {
     const found: T[] = [];
     try {
       const pages = paginateQuery(
         { client: this.client },
         {
           TableName: this.table,
-          KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :prefix)',
+          KeyConditionExpression: through === undefined ? '#pk = :pk AND begins_with(#sk, :prefix)' : '#pk = :pk AND #sk BETWEEN :prefix AND :through',
           ExpressionAttributeNames: { '#pk': PK, '#sk': SK },
-          ExpressionAttributeValues: { ':pk': { S: this.partition }, ':prefix': { S: prefix } },
+          ExpressionAttributeValues: { ':pk': { S: this.partition }, ':prefix': { S: prefix }, ...(through === undefined ? {} : { ':through': { S: through } }) },
           ConsistentRead: true,
         },
       );

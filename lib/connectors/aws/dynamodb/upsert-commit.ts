@@ -43,7 +43,9 @@ async function withRetries(what: string, retry: RetryPolicy, stats: DynamoDbComm
  * Commits a committable without transactions: puts and deletes with BatchWriteItem (unprocessed items retried with
  * backoff), updates (SET/REMOVE only) with UpdateItem. Every write is idempotent, so committing again after a
  * recovery rewrites the same values; readers may see a chunk half applied, and an item may briefly go back to a
- * value the checkpoint wrote before a later one is committed again.
+ * value the checkpoint wrote before a later one is committed again. Not safe under the cluster coordinator: there
+ * nothing commits the later checkpoint again after a late (timed-out or duplicate) commit of an earlier one
+ * (docs/cluster.md, "Upsert-mode DynamoDB sinks").
  */
 export async function commitUpsert(
   client: DynamoDBClient,
