@@ -344,6 +344,15 @@ export class CoordinatorSession {
       await this.follow(coordinator.tick(this.now()));
       return 0;
     }
+    // A slot taken over since the trigger never acks it (a starting slot does not inject a trigger already in
+    // flight), and the metadata commit would be refused anyway: abort at once instead of at the checkpoint timeout.
+    const control = await this.table.readControl();
+    const trigger = control.trigger;
+    if (trigger?.checkpointId === inFlight.checkpointId && trigger.leaseGeneration !== control.leaseGeneration) {
+      const reason = `a slot was taken over while checkpoint ${inFlight.checkpointId} was in flight (lease generation ${trigger.leaseGeneration} -> ${control.leaseGeneration})`;
+      await this.follow(coordinator.abort(inFlight.checkpointId, reason, this.now()));
+      return 0;
+    }
     const acks = await this.table.acks(inFlight.checkpointId);
     const now = this.now();
     // Refs kept for an earlier checkpoint (aborted) do not count for this one.
