@@ -306,7 +306,8 @@ export function generateTransactions(count: number, accounts: number, seed = 42,
     state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
     return state;
   };
-  return Array.from({ length: count }, (_, i) => ({ account: `a-${next() % accounts}`, amountCents: (next() % 20_000) - 2_000, ts: t0 + i * 5 }));
+  // High bits: the low bits of consecutive LCG outputs alternate (every other output would name only even accounts).
+  return Array.from({ length: count }, (_, i) => ({ account: `a-${(next() >>> 8) % accounts}`, amountCents: ((next() >>> 8) % 20_000) - 2_000, ts: t0 + i * 5 }));
 }
 
 /** Polls `condition` until it holds (never relies on a fixed sleep); LocalClusterError naming `what` after `timeoutMs`. */
