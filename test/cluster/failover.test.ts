@@ -35,7 +35,7 @@ function until(what: string, condition: () => boolean | Promise<boolean>, timeou
 }
 
 describe('local cluster, a worker killed with SIGKILL', () => {
-  it('the survivor takes the slot, restores it from S3 and the table equals the reference', async () => {
+  it('the survivor takes the slot a lease later, restores it from the last completed checkpoint and the table equals the reference', async () => {
     const batches = [1, 2, 3].map((seed) => generateTransactions(1500, 40, seed, Date.UTC(2026, 10, seed)));
     await cluster.feed(batches[0]!);
     cluster.startWorker('w1');
