@@ -23,9 +23,11 @@ export interface PendingCommittable {
  * committed again at start (commits are idempotent). Without checkpointing, it prepares and commits at the end
  * of input.
  *
- * In coordinator commit mode (a cluster slot) it never commits: its operator state at checkpoint n is exactly the
- * committables prepared at n, which the slot hands to the coordinator with its ack; restored ones are the
- * coordinator's to recommit, so they are neither committed nor carried.
+ * In coordinator commit mode (a cluster slot) it never commits: its operator state at checkpoint n is the
+ * committables prepared at n and at earlier checkpoints not known complete (an aborted checkpoint's go with the
+ * next one; commits are idempotent, so one the coordinator already committed may come again), which the slot hands
+ * to the coordinator with its ack; restored ones are the coordinator's to recommit, so they are neither committed
+ * nor carried.
  */
 export class SinkOperator<T> implements Operator<T, never> {
   private writer: SinkWriter<T> | undefined;
@@ -78,14 +80,18 @@ export class SinkOperator<T> implements Operator<T, never> {
     if (this.committer !== undefined) {
       const prepared = await (this.writer as TwoPhaseCommitSinkWriter<T, unknown>).prepareCommit(checkpointId);
       if (prepared.length > 0) crashPoint('after-prepare-commit');
-      if (this.coordinatorCommits) return prepared.map((committable): PendingCommittable => ({ checkpointId, committable }));
       for (const committable of prepared) this.pending.push({ checkpointId, committable });
     }
     return [...this.pending];
   }
 
   async notifyCheckpointComplete(checkpointId: number): Promise<void> {
-    if (this.committer === undefined || this.coordinatorCommits) return;
+    if (this.committer === undefined) return;
+    if (this.coordinatorCommits) {
+      // Checkpoint n's slot objects hold them: the coordinator commits them (and Recover again after a crash).
+      this.pending = this.pending.filter((p) => p.checkpointId > checkpointId);
+      return;
+    }
     const done = this.pending.filter((p) => p.checkpointId <= checkpointId);
     if (done.length > 0) {
       await this.committer.commit(done.map((p) => p.committable));

@@ -62,7 +62,8 @@ export class SlotCheckpoints implements CoordinatorLink {
       const items = (op.operatorState ?? []) as PendingCommittable[];
       this.checkpoint(checkpointId).committables.set(
         op.nodeId,
-        items.filter((i) => i.checkpointId === checkpointId).map((i) => i.committable),
+        // Earlier ones too: the sink carries those of checkpoints not known complete (an aborted one's).
+        items.filter((i) => i.checkpointId <= checkpointId).map((i) => i.committable),
       );
     }
   }

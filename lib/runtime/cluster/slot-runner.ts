@@ -113,9 +113,11 @@ export class SlotRunner {
     const modes = edgeModes(plan, init.config.edges);
     const sinkNodes = twoPhaseCommitSinks(plan);
     const completed: CompletedCheckpointRef | undefined = init.control?.completed;
-    // A trigger in flight when the slot starts is aborted by the coordinator (the take changed the lease
-    // generation): only later triggers are injected.
-    this.lastTrigger = init.control?.trigger?.checkpointId ?? 0;
+    // A trigger written before this slot's take is aborted by the coordinator (the take changed the lease
+    // generation): only later triggers are injected. One written after the take (its generation is still the
+    // current one, read after the take) waits for this slot's ack: the first control poll injects it.
+    const trigger = init.control?.trigger;
+    this.lastTrigger = trigger !== undefined && trigger.leaseGeneration !== init.control?.leaseGeneration ? trigger.checkpointId : 0;
     this.lastCompleted = completed?.checkpointId ?? 0;
     let restored: RestoredJob | undefined;
     if (completed !== undefined) {
@@ -166,12 +168,13 @@ export class SlotRunner {
     };
     const backends: KeyedStateBackend[] = [];
     const services: KeyedServices = {
-      createKeyedState: (range, maxParallelism, scope) => {
-        const backend = init.services.createKeyedState(range, maxParallelism, scope);
+      // keyGroupOf is passed on: a kinesis-hash keyBy's state must use the hash its records were aligned with.
+      createKeyedState: (range, maxParallelism, scope, keyGroupOf) => {
+        const backend = init.services.createKeyedState(range, maxParallelism, scope, keyGroupOf);
         backends.push(backend);
         return backend;
       },
-      createTimerService: (maxParallelism, keyed) => init.services.createTimerService(maxParallelism, keyed),
+      createTimerService: (maxParallelism, keyed, keyGroupOf) => init.services.createTimerService(maxParallelism, keyed, keyGroupOf),
     };
     const channels = new ThreadChannelFactory(slot, new Map(), init.jobOptions.channelCapacity);
     const splits = staticSplitEnumerator(plan, await computeSplits(plan));

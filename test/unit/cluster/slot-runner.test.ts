@@ -85,6 +85,24 @@ describe('SlotRunner', () => {
     expect([...table.acks.keys()]).toEqual(['1#1']);
   });
 
+  it('acks a trigger written after its take but before it started; skips one written before the take', async () => {
+    const { table, runner } = setup();
+    // Slot 0: triggered before the take (generation 0), so the coordinator aborts it; the slot must not wait on it.
+    table.trigger(1);
+    const held0 = table.take(0, 'w1');
+    const early = runner(0, held0.epoch);
+    await early.start();
+    early.onControl(table.control);
+    // Slot 1: taken (generation 2), then checkpoint 2 triggered at that generation: it waits for this slot's ack.
+    const held1 = table.take(1, 'w1');
+    table.trigger(2);
+    const late = runner(1, held1.epoch);
+    await late.start();
+    late.onControl(table.control);
+    await until(() => table.ack(2, 1) !== undefined, 'the ack of checkpoint 2 by slot 1');
+    expect(table.ack(1, 0)).toBeUndefined();
+  });
+
   it('stops when its ack is refused because the lease moved on, and writes nothing more', async () => {
     const { feeds, table, events, runner } = setup();
     const held = table.take(0, 'w1');

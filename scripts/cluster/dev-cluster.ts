@@ -1,0 +1,216 @@
+/**
+ * `npm run dev:cluster`: a cluster job end to end on this machine, no account needed (scripts/cluster/local-cluster.ts):
+ * emulators, `sluice aws init`, the coordinator's state machines in this process, W `sluice worker` processes running
+ * examples/cluster-account-totals.ts (aligned: keyBy(account, {keyGroups: 'kinesis-hash'}) behind the Kinesis
+ * source, running totals, DynamoDB two-phase-commit sink committed by the coordinator). Feeds the records, optionally
+ * kills a worker with SIGKILL, waits until the table equals a plain loop's totals, then stops the job
+ * (`sluice aws stop`) and the workers (SIGTERM, exit 0 expected), and prints a summary.
+ *
+ *   npm run dev:cluster [-- --workers 3 --parallelism 4 --shards 4 --records 20000 --kill-after-ms N --json --verbose]
+ *
+ * Exit 0 when the table equals the reference and every surviving worker exited 0; 1 otherwise; 2 for bad usage
+ * (`--exchange`: this job has no exchange edge, see the message).
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import {
+  LocalCluster,
+  checkpointDurations,
+  generateTransactions,
+  percentile,
+  referenceTotals,
+  tableDifferences,
+  waitUntil,
+} from './local-cluster.ts';
+
+const USAGE =
+  'usage: npm run dev:cluster [-- --workers W --parallelism P --shards N --records R --lease-duration-ms MS --kill-after-ms MS --json --verbose]';
+
+const { values } = parseArgs({
+  options: {
+    workers: { type: 'string', default: '2' },
+    parallelism: { type: 'string', default: '2' },
+    shards: { type: 'string', default: '2' },
+    records: { type: 'string', default: '20000' },
+    accounts: { type: 'string', default: '200' },
+    'lease-duration-ms': { type: 'string', default: '3000' },
+    'kill-after-ms': { type: 'string' },
+    'timeout-ms': { type: 'string', default: '300000' },
+    exchange: { type: 'boolean', default: false },
+    json: { type: 'boolean', default: false },
+    verbose: { type: 'boolean', default: false },
+  },
+});
+
+function positiveInt(name: string, raw: string | undefined, min = 1): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) {
+    console.error(`dev:cluster: --${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}\n${USAGE}`);
+    process.exit(2);
+  }
+  return n;
+}
+
+const workers = positiveInt('workers', values.workers);
+const parallelism = positiveInt('parallelism', values.parallelism);
+const shards = positiveInt('shards', values.shards);
+const records = positiveInt('records', values.records);
+const accounts = positiveInt('accounts', values.accounts);
+const leaseDurationMs = positiveInt('lease-duration-ms', values['lease-duration-ms'], 300);
+const timeoutMs = positiveInt('timeout-ms', values['timeout-ms']);
+const killAfterMs = values['kill-after-ms'] === undefined ? undefined : positiveInt('kill-after-ms', values['kill-after-ms'], 0);
+if (values.exchange) {
+  console.error(
+    'dev:cluster: --exchange is not supported yet: the worker does not wire exchange edges (ExchangeChannels) to the ' +
+      'exchange stream, so `sluice worker` refuses a job with one. Run without --exchange (the aligned job).',
+  );
+  process.exit(2);
+}
+if (killAfterMs !== undefined && workers < 2) {
+  console.error(`dev:cluster: --kill-after-ms needs --workers 2 or more (a survivor must take the slots)\n${USAGE}`);
+  process.exit(2);
+}
+
+if (process.env['SLUICE_TEST_NETNS'] !== '1' && process.env['SLUICE_ALLOW_PUBLIC_DYNAMODB_LOCAL'] !== '1') {
+  // DynamoDB Local listens on every interface: run in a private network namespace, as examples/dev-aws.ts does.
+  const probe = spawnSync('unshare', ['-rn', 'sh', '-c', 'ip link set lo up'], { stdio: 'ignore' });
+  if (probe.status !== 0) {
+    console.error(
+      'dev:cluster: cannot create a private network namespace (unshare -rn); DynamoDB Local would listen on every interface. ' +
+        'Set SLUICE_ALLOW_PUBLIC_DYNAMODB_LOCAL=1 to run anyway.',
+    );
+    process.exit(2);
+  }
+  const self = fileURLToPath(import.meta.url);
+  const tsx = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
+  const quoted = [process.execPath, tsx, self, ...process.argv.slice(2)].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+  const child = spawn('unshare', ['-rn', 'sh', '-c', `ip link set lo up && exec ${quoted}`], {
+    stdio: 'inherit',
+    env: { ...process.env, SLUICE_TEST_NETNS: '1' },
+  });
+  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+} else {
+  process.exit(await main());
+}
+
+async function main(): Promise<number> {
+  const say = (text: string): void => {
+    if (!values.json) console.log(text);
+  };
+  say(`starting kinesalite, s3rver and DynamoDB Local; sluice aws init (P=${parallelism}); the coordinator ...`);
+  const started = Date.now();
+  const cluster = await LocalCluster.start({
+    parallelism,
+    shards,
+    leaseDurationMs,
+    onEvent: values.verbose ? (source, event) => console.error(`${source} ${JSON.stringify(event)}`) : undefined,
+  });
+  let stopped = false;
+  try {
+    const input = generateTransactions(records, accounts, 42);
+    const reference = referenceTotals(input);
+    const half = Math.floor(input.length / 2);
+    await cluster.feed(input.slice(0, half));
+    say(`stream "transactions" (${shards} shards): ${half} records put; starting ${workers} workers`);
+    for (let i = 1; i <= workers; i++) cluster.startWorker(`w${i}`);
+    await waitUntil('every slot to start', () => new Set(cluster.workerEvents('slot-started').map((l) => l.event['slot'])).size === parallelism, 120_000);
+    const running = Date.now();
+    await cluster.feed(input.slice(half));
+    say(`${input.length - half} more records put`);
+
+    let failover: { worker: string; slots: number[]; killedAt: number; ms?: number } | undefined;
+    if (killAfterMs !== undefined) {
+      await new Promise((resolve) => setTimeout(resolve, killAfterMs));
+      const victim = [...cluster.workers.values()].find((w) => cluster.workerEvents('slot-started', w.id).length > 0)!;
+      const slots = currentSlots(cluster, victim.id);
+      const killedAt = Date.now();
+      victim.child.kill('SIGKILL');
+      failover = { worker: victim.id, slots, killedAt };
+      say(`SIGKILL ${victim.id} (slots ${slots.join(', ')})`);
+      await waitUntil(
+        'the killed worker\'s slots to start elsewhere',
+        () => slots.every((s) => cluster.log.some((l) => l.at > killedAt && l.source !== `worker:${victim.id}` && l.event['event'] === 'slot-started' && l.event['slot'] === s)),
+        120_000,
+      );
+      const restarts = cluster.log.filter((l) => l.at > killedAt && l.event['event'] === 'slot-started' && slots.includes(l.event['slot'] as number));
+      failover.ms = Math.max(...restarts.map((l) => l.at)) - killedAt;
+      say(`failover: slots ${slots.join(', ')} running again ${failover.ms} ms after the SIGKILL`);
+    }
+
+    let differences: string[] = [];
+    const equal = await waitUntil(
+      'the table to equal the reference',
+      async () => {
+        differences = tableDifferences(reference, await cluster.table());
+        return differences.length === 0;
+      },
+      timeoutMs,
+      500,
+    ).then(
+      () => true,
+      () => false,
+    );
+    const convergedMs = Date.now() - running;
+
+    const stop = await cluster.sluice(['aws', 'stop', '--job-id', cluster.jobId, '--control-table', 'sluice-control', '--timeout-ms', '120000']);
+    const savepoint = stop.stdout.trim();
+    const exits = await cluster.stop();
+    stopped = true;
+    const survivors = Object.entries(exits).filter(([id]) => id !== failover?.worker);
+    const cleanExits = survivors.every(([, e]) => e.code === 0);
+
+    const durations = checkpointDurations(cluster.log);
+    const events: Record<string, number> = {};
+    for (const l of cluster.log) {
+      const kind = `${l.source.startsWith('worker:') ? 'worker' : l.source}:${String(l.event['event'])}`;
+      events[kind] = (events[kind] ?? 0) + 1;
+    }
+    const summary = {
+      ok: equal && cleanExits && stop.code === 0,
+      workers,
+      parallelism,
+      shards,
+      records,
+      accounts: reference.size,
+      tableEqualsReference: equal,
+      differences: differences.slice(0, 10),
+      convergedMs,
+      totalMs: Date.now() - started,
+      checkpointsCompleted: cluster.coordinatorEvents('checkpoint-completed').length,
+      checkpointsAborted: cluster.coordinatorEvents('checkpoint-aborted').length,
+      checkpointMs: { p50: percentile(durations, 50), p95: percentile(durations, 95), max: percentile(durations, 100) },
+      failover: failover === undefined ? undefined : { worker: failover.worker, slots: failover.slots, ms: failover.ms },
+      stop: { code: stop.code, savepoint: stop.code === 0 ? savepoint : stop.stderr.trim() },
+      exits,
+      events,
+    };
+    if (values.json) {
+      console.log(JSON.stringify(summary));
+    } else {
+      say(`\ncheckpoints completed: ${summary.checkpointsCompleted} (aborted ${summary.checkpointsAborted}); duration p50 ${summary.checkpointMs.p50} ms, p95 ${summary.checkpointMs.p95} ms`);
+      if (failover !== undefined) say(`failover after SIGKILL of ${failover.worker}: ${failover.ms} ms (lease ${leaseDurationMs} ms)`);
+      say(`sluice aws stop: exit ${stop.code}${stop.code === 0 ? `, savepoint ${savepoint}` : `: ${stop.stderr.trim()}`}`);
+      say(`worker exits: ${Object.entries(exits).map(([id, e]) => `${id} ${e.code ?? e.signal}`).join(', ')}`);
+      say(`events: ${Object.entries(events).map(([k, n]) => `${k} ${n}`).join(', ')}`);
+      if (equal) say(`OK: the table equals the reference (${reference.size} accounts, ${records} transactions) ${convergedMs} ms after the workers ran`);
+      else console.error(`MISMATCH: ${differences.length} accounts differ, e.g. ${differences.slice(0, 5).join('; ')}`);
+      for (const [id, w] of cluster.workers) if (!cleanExits && w.stderr.length > 0) console.error(`${id} stderr:\n${w.stderr.join('').slice(-3000)}`);
+    }
+    return summary.ok ? 0 : 1;
+  } finally {
+    if (!stopped) await cluster.stop();
+  }
+}
+
+/** Slots a worker runs now: started and not released or lost since. */
+function currentSlots(cluster: LocalCluster, id: string): number[] {
+  const slots = new Set<number>();
+  for (const l of cluster.workerEvents(undefined, id)) {
+    const slot = l.event['slot'];
+    if (typeof slot !== 'number') continue;
+    if (l.event['event'] === 'slot-started') slots.add(slot);
+    if (l.event['event'] === 'released' || l.event['event'] === 'lease-lost') slots.delete(slot);
+  }
+  return [...slots].sort((a, b) => a - b);
+}

@@ -1,0 +1,348 @@
+// A whole cluster job on this machine: kinesalite, DynamoDB Local and s3rver on 127.0.0.1, `sluice aws init`, the
+// coordinator's state machines in this process (the ASL files run by the local Step Functions runner, every Task
+// bound to its real handler) and W `sluice worker` child processes on a shared state dir standing in for EFS.
+// Used by `npm run dev:cluster` (scripts/cluster/dev-cluster.ts) and by test/cluster/*. DynamoDB Local listens on
+// every interface: callers run inside a private network namespace (the test harness, or dev-cluster's re-exec).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import type { S3Client } from '@aws-sdk/client-s3';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { ensureTable } from '../../lib/connectors/aws/dynamodb/ensure-table.ts';
+import { DEFAULT_SINK_COMMIT_REGISTRY } from '../../lib/connectors/aws/cluster/sink-commit-registry.ts';
+import { LocalStepFunctions } from '../../functions/coordinator/local/local-step-functions.ts';
+import { useSettings } from '../../functions/coordinator/settings.ts';
+import { BUCKET, COMMIT_TABLE, startExampleStack, type ExampleStack } from '../../test/harness/aws/example-stack.ts';
+import { createStream, putRecords } from '../../test/harness/aws/kinesis-emulator.ts';
+
+export const JOB_PATH = fileURLToPath(new URL('../../examples/cluster-account-totals.ts', import.meta.url));
+const SLUICE = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
+
+export interface LocalClusterOptions {
+  /** Slots (`sluice aws init --parallelism`). @default 2 */
+  readonly parallelism?: number;
+  /** Shards of the input stream. @default 2 */
+  readonly shards?: number;
+  /** Workers' `--lease-duration-ms`: failover after about one and a third of it. @default 3000 */
+  readonly leaseDurationMs?: number;
+  /** `--checkpoint-interval-ms` of the job. @default 1000 */
+  readonly checkpointIntervalMs?: number;
+  /** Workers' `--control-poll-ms`. @default 100 */
+  readonly controlPollMs?: number;
+  /** How long the local state machines wait in Wait states (the ASL's own waits are seconds). @default 100 */
+  readonly waitMs?: number;
+  /** Every worker event and coordinator log line, as it happens. */
+  readonly onEvent?: (source: string, event: Record<string, unknown>) => void;
+}
+
+export interface Transaction {
+  readonly account: string;
+  readonly amountCents: number;
+  readonly ts: number;
+}
+
+export interface Totals {
+  readonly count: number;
+  readonly totalCents: number;
+}
+
+/** One line of a log, with the time this process saw it. */
+export interface Logged {
+  readonly at: number;
+  readonly source: string;
+  readonly event: Record<string, unknown>;
+}
+
+export interface WorkerProcess {
+  readonly id: string;
+  readonly child: ChildProcess;
+  readonly stderr: string[];
+  /** Resolves when the process ended: its exit code, or the signal that ended it. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export const STREAM = 'transactions';
+export const TABLE = 'account-totals';
+export const CONTROL_TABLE = 'sluice-control';
+
+export class LocalCluster {
+  /** Worker events and coordinator log lines, in the order this process saw them. */
+  readonly log: Logged[] = [];
+  readonly workers = new Map<string, WorkerProcess>();
+  readonly jobId = 'totals';
+  /** Workers' and the config's checkpoint dir: workers take no parameters (the control table fences their writes). */
+  readonly checkpointDir = `s3://${BUCKET}/totals`;
+  private readonly stateDir: string;
+  private readonly tempDir: string;
+  private runner: Promise<unknown> | undefined;
+  private sfn: LocalStepFunctions | undefined;
+
+  private constructor(
+    readonly stack: ExampleStack,
+    readonly options: Required<Omit<LocalClusterOptions, 'onEvent'>> & Pick<LocalClusterOptions, 'onEvent'>,
+  ) {
+    this.tempDir = mkdtempSync(join(tmpdir(), 'sluice-cluster-'));
+    this.stateDir = join(this.tempDir, 'efs');
+  }
+
+  /** Starts the emulators, creates the stream and tables, deploys the job and starts the coordinator; no workers yet. */
+  static async start(options: LocalClusterOptions = {}): Promise<LocalCluster> {
+    const stack = await startExampleStack();
+    const cluster = new LocalCluster(stack, {
+      parallelism: options.parallelism ?? 2,
+      shards: options.shards ?? 2,
+      leaseDurationMs: options.leaseDurationMs ?? 3000,
+      checkpointIntervalMs: options.checkpointIntervalMs ?? 1000,
+      controlPollMs: options.controlPollMs ?? 100,
+      waitMs: options.waitMs ?? 100,
+      onEvent: options.onEvent,
+    });
+    try {
+      await cluster.setUp();
+    } catch (err) {
+      await cluster.stop();
+      throw err;
+    }
+    return cluster;
+  }
+
+  /** Environment of every process: the emulators' endpoints, dummy credentials (s3rver's own key), the commit table. */
+  get env(): Record<string, string> {
+    return { ...this.stack.env, SLUICE_JOB_ID: this.jobId, SLUICE_CONTROL_TABLE: CONTROL_TABLE };
+  }
+
+  private jobFlags(): string[] {
+    return ['--stream', STREAM, '--table', TABLE];
+  }
+
+  private async setUp(): Promise<void> {
+    const client = this.stack.dynamodb.client;
+    await Promise.all([
+      createStream(this.stack.kinesisClient, STREAM, this.options.shards),
+      ensureTable({ tableName: TABLE, partitionKey: { name: 'account', type: 'S' }, client }),
+      ensureTable({ tableName: `${TABLE}-markers`, partitionKey: { name: 'pk', type: 'S' }, client }),
+    ]);
+    const init = await this.sluice([
+      'aws', 'init', JOB_PATH,
+      '--job-id', this.jobId,
+      '--control-table', CONTROL_TABLE,
+      '--checkpoint-dir', this.checkpointDir,
+      '--parallelism', String(this.options.parallelism),
+      '--checkpoint-interval-ms', String(this.options.checkpointIntervalMs),
+      ...this.jobFlags(),
+    ]);
+    if (init.code !== 0) throw new LocalClusterError(`sluice aws init exited with ${init.code}: ${init.stderr}`);
+    // The coordinator handlers run here, as Lambda would run them: with the emulators' clients and endpoints.
+    useSettings({
+      jobId: this.jobId,
+      controlTable: CONTROL_TABLE,
+      // The coordinator commits metadata through the S3 storage's commit table (SLUICE_CHECKPOINT_DIR in Lambda).
+      checkpointDir: `${this.checkpointDir}?commitTable=${COMMIT_TABLE}`,
+      ackPollMs: 100,
+      cycleSeconds: 240,
+      dynamo: this.stack.dynamodb.client,
+      s3: this.stack.s3.client as S3Client,
+      registry: DEFAULT_SINK_COMMIT_REGISTRY,
+      now: () => Date.now(),
+      log: (event) => this.record('coordinator', event),
+    });
+    this.sfn = await LocalStepFunctions.load({ waitMs: this.options.waitMs });
+    this.runner = this.sfn.run().catch((err: unknown) => {
+      this.record('coordinator', { event: 'runner-failed', error: err instanceof Error ? err.message : String(err) });
+    });
+  }
+
+  private record(source: string, event: Record<string, unknown>): void {
+    this.log.push({ at: Date.now(), source, event });
+    this.options.onEvent?.(source, event);
+  }
+
+  /** Runs the sluice CLI to its end. */
+  async sluice(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    const child = spawn(process.execPath, [SLUICE, ...args], { env: { ...process.env, ...this.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    const code = await new Promise<number>((resolve) => child.on('exit', (c) => resolve(c ?? 1)));
+    return { code, stdout, stderr };
+  }
+
+  /** Spawns `sluice worker` (id `w<n>` unless given); its JSON event lines go to the log as `worker:<id>`. */
+  startWorker(id = `w${this.workers.size + 1}`): WorkerProcess {
+    const args = [
+      SLUICE, 'worker', JOB_PATH,
+      '--job-id', this.jobId,
+      '--control-table', CONTROL_TABLE,
+      '--checkpoint-dir', this.checkpointDir,
+      '--state-dir', this.stateDir,
+      '--worker-id', id,
+      '--lease-duration-ms', String(this.options.leaseDurationMs),
+      '--control-poll-ms', String(this.options.controlPollMs),
+      ...this.jobFlags(),
+    ];
+    // Each worker has its own local temp dir (its "task disk"); the state dir is shared, as EFS would be.
+    const child = spawn(process.execPath, args, {
+      env: { ...process.env, ...this.env, TMPDIR: join(this.tempDir, `tmp-${id}`) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const stderr: string[] = [];
+    let partial = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      const lines = (partial + d.toString('utf8')).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) {
+        if (line.trim() === '') continue;
+        try {
+          this.record(`worker:${id}`, JSON.parse(line) as Record<string, unknown>);
+        } catch {
+          this.record(`worker:${id}`, { event: 'stdout', line });
+        }
+      }
+    });
+    child.stderr!.on('data', (d: Buffer) => stderr.push(d.toString('utf8')));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+      child.on('exit', (code, signal) => {
+        this.record(`worker:${id}`, { event: 'exit', code, signal, ...(code === 0 ? {} : { stderr: stderr.join('').slice(-2000) }) });
+        resolve({ code, signal });
+      });
+    });
+    const worker: WorkerProcess = { id, child, stderr, exited };
+    this.workers.set(id, worker);
+    return worker;
+  }
+
+  /** Events of one worker (or all workers), optionally of one kind. */
+  workerEvents(kind?: string, id?: string): Logged[] {
+    return this.log.filter((l) => (id === undefined ? l.source.startsWith('worker:') : l.source === `worker:${id}`) && (kind === undefined || l.event['event'] === kind));
+  }
+
+  coordinatorEvents(kind?: string): Logged[] {
+    return this.log.filter((l) => l.source === 'coordinator' && (kind === undefined || l.event['event'] === kind));
+  }
+
+  /** The log without the routine lines (acks, triggers, completions), and workers' stderr: what a failed test shows. */
+  describe(limit = 60): string {
+    const routine = new Set(['ack', 'triggered', 'checkpoint-completed', 'sinks-committed']);
+    const lines = this.log.filter((l) => !routine.has(String(l.event['event']))).map((l) => `${new Date(l.at).toISOString()} ${l.source} ${JSON.stringify(l.event)}`);
+    const counts = `completed ${this.coordinatorEvents('checkpoint-completed').length}, acks ${this.workerEvents('ack').length}`;
+    const stderr = [...this.workers.values()].map((w) => `${w.id} stderr: ${w.stderr.join('').slice(-1500)}`);
+    return [counts, ...lines.slice(-limit), ...stderr].join('\n');
+  }
+
+  /** Puts the transactions, partition key = account (what the aligned keyBy requires). */
+  async feed(transactions: readonly Transaction[]): Promise<void> {
+    const records = transactions.map((t) => ({ key: t.account, data: Buffer.from(JSON.stringify(t), 'utf8') }));
+    await putRecords(this.stack.kinesisClient, STREAM, records);
+  }
+
+  /** The sink table: account -> totals (commit markers live in their own table). */
+  async table(): Promise<Map<string, Totals>> {
+    const out = new Map<string, Totals>();
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const page = await this.stack.dynamodb.client.send(new ScanCommand({ TableName: TABLE, ExclusiveStartKey: start, ConsistentRead: true }));
+      for (const item of page.Items ?? []) {
+        const row = unmarshall(item) as { account: string; count: number; totalCents: number };
+        out.set(row.account, { count: Number(row.count), totalCents: Number(row.totalCents) });
+      }
+      start = page.LastEvaluatedKey;
+    } while (start !== undefined);
+    return out;
+  }
+
+  /** Stops the coordinator, SIGTERMs every running worker (returns their exits) and the emulators; removes temp dirs. */
+  async stop(): Promise<Record<string, { code: number | null; signal: NodeJS.Signals | null }>> {
+    const exits: Record<string, { code: number | null; signal: NodeJS.Signals | null }> = {};
+    await Promise.all(
+      [...this.workers.values()].map(async (w) => {
+        if (w.child.exitCode === null && w.child.signalCode === null) {
+          w.child.kill('SIGCONT');
+          w.child.kill('SIGTERM');
+        }
+        const killer = setTimeout(() => w.child.kill('SIGKILL'), 30_000);
+        exits[w.id] = await w.exited;
+        clearTimeout(killer);
+      }),
+    );
+    this.sfn?.stop();
+    await this.runner;
+    useSettings(undefined);
+    await this.stack.stop();
+    rmSync(this.tempDir, { recursive: true, force: true });
+    return exits;
+  }
+}
+
+/** What a plain loop makes of the input: the totals the table must hold once everything is read and committed. */
+export function referenceTotals(transactions: readonly Transaction[]): Map<string, Totals> {
+  const out = new Map<string, Totals>();
+  for (const t of transactions) {
+    const before = out.get(t.account) ?? { count: 0, totalCents: 0 };
+    out.set(t.account, { count: before.count + 1, totalCents: before.totalCents + t.amountCents });
+  }
+  return out;
+}
+
+/** Rows of `actual` that differ from `expected` (missing, extra or other values); empty when equal. */
+export function tableDifferences(expected: ReadonlyMap<string, Totals>, actual: ReadonlyMap<string, Totals>): string[] {
+  const out: string[] = [];
+  for (const [account, want] of expected) {
+    const got = actual.get(account);
+    if (got === undefined) out.push(`${account}: missing`);
+    else if (got.count !== want.count || got.totalCents !== want.totalCents) out.push(`${account}: ${JSON.stringify(got)}, expected ${JSON.stringify(want)}`);
+  }
+  for (const account of actual.keys()) if (!expected.has(account)) out.push(`${account}: not in the input`);
+  return out;
+}
+
+/** Deterministic transactions: `accounts` accounts, amounts from a small linear congruential generator. */
+export function generateTransactions(count: number, accounts: number, seed = 42, t0 = Date.UTC(2026, 10, 1)): Transaction[] {
+  let state = seed >>> 0;
+  const next = (): number => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    return state;
+  };
+  // High bits: the low bits of consecutive LCG outputs alternate (every other output would name only even accounts).
+  return Array.from({ length: count }, (_, i) => ({ account: `a-${(next() >>> 8) % accounts}`, amountCents: ((next() >>> 8) % 20_000) - 2_000, ts: t0 + i * 5 }));
+}
+
+/** Polls `condition` until it holds (never relies on a fixed sleep); LocalClusterError naming `what` after `timeoutMs`. */
+export async function waitUntil(what: string, condition: () => boolean | Promise<boolean>, timeoutMs: number, pollMs = 200): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new LocalClusterError(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
+  }
+}
+
+export class LocalClusterError extends Error {
+  override readonly name = 'LocalClusterError';
+}
+
+/** The p-th percentile (0..100) of `values`, nearest rank; undefined for none. */
+export function percentile(values: readonly number[], p: number): number | undefined {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+/** Trigger-to-completion time of each completed checkpoint, from the coordinator's log. */
+export function checkpointDurations(log: readonly Logged[]): number[] {
+  const triggered = new Map<number, number>();
+  const out: number[] = [];
+  for (const l of log) {
+    if (l.source !== 'coordinator') continue;
+    const id = l.event['checkpointId'];
+    if (typeof id !== 'number') continue;
+    if (l.event['event'] === 'triggered' && !triggered.has(id)) triggered.set(id, l.at);
+    if (l.event['event'] === 'checkpoint-completed') {
+      const start = triggered.get(id);
+      if (start !== undefined) out.push(l.at - start);
+    }
+  }
+  return out;
+}
