@@ -23,9 +23,12 @@ export interface PendingCommittable {
  * committed again at start (commits are idempotent). Without checkpointing, it prepares and commits at the end
  * of input.
  *
- * In coordinator commit mode (a cluster slot) it never commits: its operator state at checkpoint n is exactly the
- * committables prepared at n, which the slot hands to the coordinator with its ack; restored ones are the
- * coordinator's to recommit, so they are neither committed nor carried.
+ * In coordinator commit mode (a cluster slot) it never commits: its operator state at checkpoint n is every
+ * committable prepared at n or at an earlier barrier whose checkpoint it has not yet seen complete, which the slot
+ * hands to the coordinator with its ack. An aborted checkpoint's (or a plain savepoint's) committables are thus
+ * committed with the next completed checkpoint, whose source positions are past their records; committing one twice
+ * is a no-op (commits are idempotent). Restored ones are the coordinator's to recommit (they belong to the restored,
+ * completed checkpoint), so they are neither committed nor carried.
  */
 export class SinkOperator<T> implements Operator<T, never> {
   private writer: SinkWriter<T> | undefined;
@@ -78,14 +81,18 @@ export class SinkOperator<T> implements Operator<T, never> {
     if (this.committer !== undefined) {
       const prepared = await (this.writer as TwoPhaseCommitSinkWriter<T, unknown>).prepareCommit(checkpointId);
       if (prepared.length > 0) crashPoint('after-prepare-commit');
-      if (this.coordinatorCommits) return prepared.map((committable): PendingCommittable => ({ checkpointId, committable }));
       for (const committable of prepared) this.pending.push({ checkpointId, committable });
     }
     return [...this.pending];
   }
 
   async notifyCheckpointComplete(checkpointId: number): Promise<void> {
-    if (this.committer === undefined || this.coordinatorCommits) return;
+    if (this.committer === undefined) return;
+    if (this.coordinatorCommits) {
+      // The coordinator committed them (with checkpoint `checkpointId` or earlier): no longer carried.
+      this.pending = this.pending.filter((p) => p.checkpointId > checkpointId);
+      return;
+    }
     const done = this.pending.filter((p) => p.checkpointId <= checkpointId);
     if (done.length > 0) {
       await this.committer.commit(done.map((p) => p.committable));

@@ -54,7 +54,11 @@ export class SlotCheckpoints implements CoordinatorLink {
 
   constructor(private readonly init: SlotCheckpointsInit) {}
 
-  /** Takes the committables a sink task prepared at `checkpointId` from its snapshot (before it is encoded). */
+  /**
+   * Takes the committables a sink task hands over at `checkpointId` from its snapshot (before it is encoded): those
+   * prepared at this barrier and every earlier one not yet known completed (aborted checkpoints, plain savepoints),
+   * which the coordinator commits with this checkpoint.
+   */
   collectCommittables(checkpointId: number, snapshot: TaskSnapshot): void {
     const sinks = new Set(this.init.sinkNodes);
     for (const op of snapshot.operators) {
@@ -62,7 +66,7 @@ export class SlotCheckpoints implements CoordinatorLink {
       const items = (op.operatorState ?? []) as PendingCommittable[];
       this.checkpoint(checkpointId).committables.set(
         op.nodeId,
-        items.filter((i) => i.checkpointId === checkpointId).map((i) => i.committable),
+        items.filter((i) => i.checkpointId <= checkpointId).map((i) => i.committable),
       );
     }
   }

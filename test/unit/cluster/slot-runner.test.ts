@@ -85,6 +85,37 @@ describe('SlotRunner', () => {
     expect([...table.acks.keys()]).toEqual(['1#1']);
   });
 
+  it('carries the committables of an aborted checkpoint and of a plain savepoint into the next checkpoint until one completes', async () => {
+    const { feeds, plan, store, table, runner } = setup();
+    const [a, b] = keysOfSlot(0, 2);
+    const slot = runner(0, table.take(0, 'w1').epoch);
+    await slot.start();
+    const rowsOf = async (id: number): Promise<Row[]> => {
+      await until(() => table.ack(id, 0) !== undefined, `the ack of checkpoint ${id}`);
+      const ack = table.ack(id, 0)!;
+      if (ack.kind !== 'ack') throw new Error(`expected an ack, got ${ack.kind}`);
+      return committablesOf(store, ack.committables!.path);
+    };
+    const step = async (row: Row, read: number, id: number, savepoint = false): Promise<Row[]> => {
+      feeds.rows[0]!.push(row);
+      await until(() => feeds.read[0] === read, `row ${read}`);
+      table.trigger(id, { savepoint });
+      slot.onControl(table.control);
+      return rowsOf(id);
+    };
+    // Checkpoint 1 aborts (the coordinator never completes it); savepoint 2 is written but does not move `completed`.
+    expect(await step({ k: a!, v: 1 }, 1, 1)).toEqual([{ k: a, v: 1 }]);
+    expect(await step({ k: b!, v: 10 }, 2, 2, true)).toEqual([{ k: a, v: 1 }, { k: b, v: 10 }]);
+    // Checkpoint 3 completes: its committables hold every row since the last completed checkpoint.
+    const third = await step({ k: a!, v: 2 }, 3, 3);
+    expect(third).toEqual([{ k: a, v: 1 }, { k: b, v: 10 }, { k: a, v: 3 }]);
+    table.complete(3, await commitMetadata(store, plan, 3, [table.ack(3, 0)!]));
+    slot.onControl(table.control);
+    await until(() => feeds.completions[0]!.includes(3), 'completion of checkpoint 3');
+    // Once completed, they are no longer carried.
+    expect(await step({ k: b!, v: 5 }, 4, 4)).toEqual([{ k: b, v: 15 }]);
+  });
+
   it('stops when its ack is refused because the lease moved on, and writes nothing more', async () => {
     const { feeds, table, events, runner } = setup();
     const held = table.take(0, 'w1');
