@@ -113,9 +113,11 @@ export class SlotRunner {
     const modes = edgeModes(plan, init.config.edges);
     const sinkNodes = twoPhaseCommitSinks(plan);
     const completed: CompletedCheckpointRef | undefined = init.control?.completed;
-    // A trigger in flight when the slot starts is aborted by the coordinator (the take changed the lease
-    // generation): only later triggers are injected.
-    this.lastTrigger = init.control?.trigger?.checkpointId ?? 0;
+    // A trigger written before the take is aborted by the coordinator (the take changed the lease generation): it is
+    // skipped. One written at the generation read after the take came after it and can still commit: the next poll
+    // injects it (skipping it would stall that checkpoint until its timeout).
+    const trigger = init.control?.trigger;
+    this.lastTrigger = trigger !== undefined && trigger.leaseGeneration !== init.control?.leaseGeneration ? trigger.checkpointId : 0;
     this.lastCompleted = completed?.checkpointId ?? 0;
     let restored: RestoredJob | undefined;
     if (completed !== undefined) {

@@ -116,6 +116,24 @@ describe('SlotRunner', () => {
     expect(await step({ k: b!, v: 5 }, 4, 4)).toEqual([{ k: b, v: 15 }]);
   });
 
+  it('injects a trigger written after its take, and skips one written before it', async () => {
+    const { table, runner } = setup();
+    table.trigger(1);
+    // Taken after trigger 1: that checkpoint cannot commit (the generation moved), so the slot skips it.
+    const first = runner(0, table.take(0, 'w1').epoch, { control: table.control });
+    await first.start();
+    // Trigger 2 is written after slot 1's take: present when slot 1 starts, and still committable.
+    const held = table.take(1, 'w1');
+    table.trigger(2);
+    const second = runner(1, held.epoch, { control: table.control });
+    await second.start();
+    first.onControl(table.control);
+    second.onControl(table.control);
+    await until(() => table.ack(2, 0) !== undefined && table.ack(2, 1) !== undefined, 'the acks of checkpoint 2');
+    // Acks are put in checkpoint order: slot 0 never acked checkpoint 1.
+    expect(table.ack(1, 0)).toBeUndefined();
+  });
+
   it('stops when its ack is refused because the lease moved on, and writes nothing more', async () => {
     const { feeds, table, events, runner } = setup();
     const held = table.take(0, 'w1');
