@@ -134,6 +134,30 @@ describe('SlotRunner', () => {
     expect(table.ack(1, 0)).toBeUndefined();
   });
 
+  it('retries an ack put that failed, and still stops on a refused one', async () => {
+    const { table, runner, events } = setup();
+    let failures = 2;
+    const flaky = {
+      putAck: (item: Parameters<InMemoryControlTable['putAck']>[0]) =>
+        failures-- > 0 ? Promise.reject(new Error('TransactionConflict')) : table.putAck(item),
+    };
+    const held = table.take(0, 'w1');
+    const slot = runner(0, held.epoch, { acks: flaky });
+    await slot.start();
+    table.trigger(1);
+    slot.onControl(table.control);
+    await until(() => table.ack(1, 0) !== undefined, 'the ack of checkpoint 1 after two failed puts');
+    expect(events.warnings.filter((w) => w.includes('checkpoint 1 not acknowledged'))).toHaveLength(2);
+    expect(events.acked).toEqual(['ack 1#0']);
+    // A refusal is not retried: the slot stops.
+    failures = 1;
+    table.take(0, 'w2');
+    table.trigger(2);
+    slot.onControl(table.control);
+    await slot.done;
+    expect(events.fenced).toEqual(['ack 2']);
+  });
+
   it('stops when its ack is refused because the lease moved on, and writes nothing more', async () => {
     const { feeds, table, events, runner } = setup();
     const held = table.take(0, 'w1');
