@@ -55,6 +55,8 @@ interface SlotEntry {
   failures: number;
   /** Lost, fenced, handed over or stopping: no restart. */
   ended: boolean;
+  /** `startSlot` of this entry (it stops the runner itself when the entry ended meanwhile). */
+  starting?: Promise<void>;
 }
 
 /**
@@ -67,6 +69,12 @@ interface SlotEntry {
 export class ClusterWorker {
   private readonly options: Required<ClusterWorkerOptions>;
   private readonly slots = new Map<number, SlotEntry>();
+  /**
+   * Per slot: settles once the previous runner of the slot in this process ended and closed its state. A slot taken
+   * again here (lost and reclaimed, restarted) waits for it: its directory is renamed to the new epoch and RocksDB
+   * opened again, which a database still open in this process does not refuse (its lock only works across processes).
+   */
+  private readonly retiring = new Map<number, Promise<void>>();
   private config: ClusterConfigItem | undefined;
   private stopping: Promise<void> | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
@@ -126,7 +134,7 @@ export class ClusterWorker {
           return;
         }
         this.slots.set(slot, entry);
-        void this.startSlot(entry);
+        this.begin(entry);
         return;
       }
       case 'lost': {
@@ -136,6 +144,7 @@ export class ClusterWorker {
         entry.ended = true;
         this.slots.delete(slot);
         entry.runner?.stopNow(new LeaseLostError(slot, epoch, event.reason));
+        this.retire(entry);
         return;
       }
       case 'handoffRequested': {
@@ -156,9 +165,28 @@ export class ClusterWorker {
     }
   }
 
+  private begin(entry: SlotEntry): void {
+    entry.starting = this.startSlot(entry);
+  }
+
+  /** Remembers until when the entry's runner still has the slot's state open (see `retiring`). */
+  private retire(entry: SlotEntry): void {
+    const slot = entry.held.slot;
+    const before = this.retiring.get(slot);
+    const closed = Promise.all([before, entry.starting])
+      .then(() => entry.runner?.stop())
+      .catch(() => undefined);
+    this.retiring.set(slot, closed);
+    void closed.then(() => {
+      if (this.retiring.get(slot) === closed) this.retiring.delete(slot);
+    });
+  }
+
   private async startSlot(entry: SlotEntry): Promise<void> {
     const { slot, epoch } = entry.held;
     try {
+      await this.retiring.get(slot);
+      if (entry.ended) return;
       const control = await this.init.control.readControl();
       const dirs = await prepareSlotDirs({ stateRoot: this.init.stateRoot, tempRoot: this.init.tempRoot, jobId: this.init.jobId, slot, epoch });
       if (entry.ended) return;
@@ -206,6 +234,7 @@ export class ClusterWorker {
     if (entry.ended || this.stopping !== undefined || this.slots.get(entry.held.slot) !== entry) return;
     const { slot, epoch } = entry.held;
     entry.ended = true;
+    this.retire(entry);
     const code = err instanceof Error && 'code' in err && isErrorCode((err as { code: unknown }).code) ? (err as { code: string }).code : undefined;
     this.emit({ event: 'slot-failed', slot, epoch, error: message(err), ...(code === undefined ? {} : { code }) });
     if (isFatal(err)) {
@@ -219,7 +248,7 @@ export class ClusterWorker {
         (held) => {
           const next: SlotEntry = { held, runner: undefined, failures: entry.failures + 1, ended: false };
           this.slots.set(slot, next);
-          void this.startSlot(next);
+          this.begin(next);
         },
         (cause: unknown) => {
           // The lease moved on meanwhile: the keeper reports it lost; nothing more to do here.
