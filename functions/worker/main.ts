@@ -10,6 +10,7 @@ import { ExitCode } from '../../lib/cli/exit-codes.ts';
 import type { WorkerLaunch } from '../../lib/cli/worker-command.ts';
 import { buildPhysicalPlan } from '../../lib/graph/physical-plan.ts';
 import { ClusterWorker } from '../../lib/runtime/cluster/cluster-worker.ts';
+import { checkStoredConfig } from '../../lib/runtime/cluster/stored-config-check.ts';
 import { workerEventLine, type WorkerEvent } from '../../lib/runtime/cluster/worker-events.ts';
 import { buildJob, loadJobModule } from '../../lib/runtime/load-job.ts';
 import type { KeyedServices } from '../../lib/runtime/operator-chain.ts';
@@ -67,6 +68,7 @@ export async function runWorker(launch: WorkerLaunch, io: WorkerIo): Promise<Exi
       tempRoot: io.tempRoot ?? join(tmpdir(), 'sluice-worker'),
       services: io.services ?? rocksDbSlotServices,
       controlPollMs: settings.controlPollMs,
+      verifyConfig: (stored, p) => checkStoredConfig(stored, p, settings.checkpointDir),
       events: emit,
     });
   } catch (err) {
