@@ -4,6 +4,8 @@ import { decodeSlotCommittables } from '../../../lib/cluster/slot-committables.t
 import { memoryServices } from '../../../lib/runtime/default-services.ts';
 import { SlotRunner, type SlotRunnerInit } from '../../../lib/runtime/cluster/slot-runner.ts';
 import { FsObjectStore } from '../../../lib/storage/fs/fs-object-store.ts';
+import { decodeMetadata, encodeMetadata } from '../../../lib/storage/metadata-codec.ts';
+import { join } from 'node:path';
 import { committingSink } from '../../harness/committing-sink.ts';
 import { InMemoryControlTable } from '../../harness/cluster/in-memory-control.ts';
 import { buildJob, clusterConfig, commitMetadata, Feeds, keysOfSlot, MAX_P, P, tempDir, until, type Row } from './slot-fixtures.ts';
@@ -215,6 +217,45 @@ describe('SlotRunner', () => {
       { k: a, v: 101 },
       { k: b, v: 22 },
     ]);
+  });
+
+  it('starts a first run from the deployment\'s restoreFrom at the same P, and refuses another parallelism', async () => {
+    const { feeds, plan, store, table, runner } = setup();
+    const [a] = keysOfSlot(0, 1);
+    const first = runner(0, table.take(0, 'w1').epoch);
+    await first.start();
+    feeds.rows[0]!.push({ k: a!, v: 4 });
+    await until(() => feeds.read[0] === 1, 'the row');
+    table.trigger(1);
+    first.onControl(table.control);
+    await until(() => table.ack(1, 0) !== undefined, 'the ack of checkpoint 1');
+    const metadataPath = await commitMetadata(store, plan, 1, [table.ack(1, 0)!]);
+    await first.stop();
+    const restoreFrom = join(store.location, 'chk-0000000001');
+
+    // A new deployment (no `completed`) of the same job: slot 0 starts from checkpoint 1 and its sums continue.
+    const fresh = new InMemoryControlTable();
+    const config = { ...table.config!, restoreFrom };
+    const second = runner(0, fresh.take(0, 'w1').epoch, { config, acks: fresh, control: fresh.control });
+    expect(await second.start()).toMatchObject({ restore: 's3', checkpointId: 1 });
+    feeds.rows[0]!.push({ k: a!, v: 1 });
+    await until(() => feeds.read[0] === 2, 'the next row');
+    // Checkpoint ids continue after the restored one (the coordinator's part), so checkpoint 1's files stay as they are.
+    fresh.trigger(2);
+    second.onControl(fresh.control);
+    await until(() => fresh.ack(2, 0) !== undefined, 'the ack of the new deployment');
+    const ack = fresh.ack(2, 0)!;
+    if (ack.kind !== 'ack') throw new Error('expected an ack');
+    expect(await committablesOf(store, ack.committables!.path)).toEqual([{ k: a, v: 5 }]);
+    await second.stop();
+
+    // Taken at another parallelism: a ConfigError naming the missing feature.
+    const metadata = decodeMetadata((await store.get(metadataPath))!, metadataPath, 1);
+    const rescaled = { ...metadata, parallelism: Object.fromEntries(Object.keys(metadata.parallelism).map((v) => [v, 3])) };
+    await store.put(metadataPath, encodeMetadata(rescaled));
+    const third = runner(0, fresh.take(0, 'w1').epoch, { config, acks: fresh, control: fresh.control });
+    await expect(third.start()).rejects.toThrow(ConfigError);
+    await expect(runner(0, fresh.take(0, 'w1').epoch, { config, acks: fresh, control: fresh.control }).start()).rejects.toThrow(/rescaling a cluster job is not supported yet/);
   });
 
   it('fails the slot loudly when its own task file of the completed checkpoint is damaged', async () => {
