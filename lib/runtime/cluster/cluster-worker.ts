@@ -107,6 +107,13 @@ export class ClusterWorker {
     }
     this.init.verifyConfig?.(config, this.init.plan);
     this.config = config;
+    // A halted job stays halted: taking leases would bump the lease generation and restore slots only to stop
+    // them at the first poll (and ECS would start the task again, and again).
+    const control = await this.init.control.readControl();
+    if (control?.halted !== undefined) {
+      this.emit({ event: 'warning', message: `job ${this.init.jobId} is halted (stopped at savepoint ${control.halted.savepointPath}): nothing to run` });
+      return;
+    }
     this.init.leases.start((event) => this.onLease(event));
     this.schedulePoll();
     return ended;

@@ -151,6 +151,14 @@ describe('ClusterWorker', () => {
     expect(log.indexOf(`open e${again.epoch}`)).toBeGreaterThan(log.lastIndexOf('closed e1'));
   });
 
+  it('does not take leases for a halted job', async () => {
+    const { table, keeper, worker, named } = setup();
+    table.halt(3, 's3://b/savepoints/sp-3');
+    await worker.run();
+    expect(keeper.listening).toBe(false);
+    expect(named('warning')).toMatchObject([{ message: expect.stringContaining('is halted') }]);
+  });
+
   it('refuses to run without the config item', async () => {
     const { table, worker } = setup();
     table.config = undefined;
