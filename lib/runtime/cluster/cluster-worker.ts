@@ -55,6 +55,8 @@ interface SlotEntry {
   failures: number;
   /** Lost, fenced, handed over or stopping: no restart. */
   ended: boolean;
+  /** A handoff asked for before the runner existed: carried out once the slot started (the keeper does not ask twice). */
+  handoffTo?: string;
   /** `startSlot` of this entry (it stops the runner itself when the entry ended meanwhile). */
   starting?: Promise<void>;
 }
@@ -156,20 +158,26 @@ export class ClusterWorker {
       }
       case 'handoffRequested': {
         const entry = this.slots.get(slot);
-        if (entry?.runner === undefined || entry.ended) return;
-        entry.ended = true;
-        const runner = entry.runner;
-        void runner
-          .stopAtNextCompletedCheckpoint()
-          .then(() => this.init.leases.handOver(entry.held))
-          .then(() => {
-            this.slots.delete(slot);
-            this.emit({ event: 'released', slot, epoch: entry.held.epoch, to: event.to });
-          })
-          .catch((err: unknown) => this.warn(`handing slot ${slot} over to ${event.to} failed: ${message(err)}`, slot));
+        if (entry === undefined || entry.ended) return;
+        if (entry.runner === undefined) entry.handoffTo = event.to;
+        else this.handOff(entry, entry.runner, event.to);
         return;
       }
     }
+  }
+
+  /** Stops the slot at its next completed checkpoint (state closed), then hands the lease over. */
+  private handOff(entry: SlotEntry, runner: SlotRunner, to: string): void {
+    const { slot } = entry.held;
+    entry.ended = true;
+    void runner
+      .stopAtNextCompletedCheckpoint()
+      .then(() => this.init.leases.handOver(entry.held))
+      .then(() => {
+        this.slots.delete(slot);
+        this.emit({ event: 'released', slot, epoch: entry.held.epoch, to });
+      })
+      .catch((err: unknown) => this.warn(`handing slot ${slot} over to ${to} failed: ${message(err)}`, slot));
   }
 
   private begin(entry: SlotEntry): void {
@@ -230,6 +238,7 @@ export class ClusterWorker {
       const started = await runner.start();
       entry.failures = 0;
       this.emit({ event: 'slot-started', slot, epoch, restore: started.restore, ms: started.ms, ...(started.checkpointId === undefined ? {} : { checkpointId: started.checkpointId }) });
+      if (entry.handoffTo !== undefined && !entry.ended) this.handOff(entry, runner, entry.handoffTo);
     } catch (err) {
       await entry.runner?.stop();
       this.slotFailed(entry, err);

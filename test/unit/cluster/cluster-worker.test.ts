@@ -112,6 +112,21 @@ describe('ClusterWorker', () => {
     expect(keeper.released.map((h) => h.slot)).toEqual([0]);
   });
 
+  it('carries out a handoff asked for before the slot started', async () => {
+    const { plan, store, table, keeper, worker, named } = setup();
+    void worker.run();
+    await until(() => keeper.listening, 'the worker to take leases');
+    keeper.grant(0);
+    // Before the runner exists (the worker is still reading control and preparing directories).
+    keeper.askHandoff(0, 'w2');
+    await until(() => named('slot-started').length === 1, 'the slot to start');
+    table.trigger(1);
+    await until(() => table.ack(1, 0) !== undefined, 'the ack of checkpoint 1');
+    table.complete(1, await commitMetadata(store, plan, 1, [table.ack(1, 0)!]));
+    await until(() => keeper.handedOver.length === 1, 'the handoff');
+    expect(named('released')).toMatchObject([{ slot: 0, to: 'w2' }]);
+  });
+
   it('starts a slot taken again only once its previous runner in this process closed its state', async () => {
     const log: string[] = [];
     let openGate: () => void = () => {};
