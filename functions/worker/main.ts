@@ -2,14 +2,16 @@
 // checkpoint storage (S3), the control table's DynamoDB adapters, RocksDB state in --state-dir and the JSON event
 // log around lib/runtime/cluster's ClusterWorker. Run directly (`node functions/worker/main.ts <job> [flags]`) it
 // behaves as `sluice worker`.
-import { hostname, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ConfigError } from '../../lib/core/index.ts';
 import { ExitCode } from '../../lib/cli/exit-codes.ts';
 import type { WorkerLaunch } from '../../lib/cli/worker-command.ts';
+import { defaultWorkerId } from '../../lib/connectors/aws/cluster/lease-keeper-options.ts';
 import { buildPhysicalPlan } from '../../lib/graph/physical-plan.ts';
 import { ClusterWorker } from '../../lib/runtime/cluster/cluster-worker.ts';
+import { checkStoredConfig } from '../../lib/runtime/cluster/stored-config-check.ts';
 import { workerEventLine, type WorkerEvent } from '../../lib/runtime/cluster/worker-events.ts';
 import { buildJob, loadJobModule } from '../../lib/runtime/load-job.ts';
 import type { KeyedServices } from '../../lib/runtime/operator-chain.ts';
@@ -42,7 +44,9 @@ export interface WorkerIo {
 /** Runs one worker until SIGTERM (exit 0 once slots stopped and leases released), a halt (0), or a failure (1; 2 for configuration). */
 export async function runWorker(launch: WorkerLaunch, io: WorkerIo): Promise<ExitCode> {
   const { settings } = launch;
-  const workerId = settings.workerId ?? `${hostname()}-${process.pid}`;
+  // A random part: a replacement container often has the old one's hostname and PID 1, and the same id would
+  // reclaim the old incarnation's leases without waiting for them to expire.
+  const workerId = settings.workerId ?? defaultWorkerId();
   const emit = (event: WorkerEvent): void => io.stdout(`${workerEventLine(event)}\n`);
   let worker: ClusterWorker;
   try {
@@ -67,6 +71,7 @@ export async function runWorker(launch: WorkerLaunch, io: WorkerIo): Promise<Exi
       tempRoot: io.tempRoot ?? join(tmpdir(), 'sluice-worker'),
       services: io.services ?? rocksDbSlotServices,
       controlPollMs: settings.controlPollMs,
+      verifyConfig: (stored, p) => checkStoredConfig(stored, p, settings.checkpointDir),
       events: emit,
     });
   } catch (err) {

@@ -134,7 +134,8 @@ function clusterSinks(plan: PhysicalPlan): ClusterSinkConfig[] {
   return sinks;
 }
 
-function clusterFingerprint(plan: PhysicalPlan, parallelism: number, edges: readonly ClusterEdgeConfig[]): string {
+/** The slot plan's fingerprint: a worker recomputes it from its own plan and the stored edges to check its job. */
+export function clusterFingerprint(plan: PhysicalPlan, parallelism: number, edges: readonly ClusterEdgeConfig[]): string {
   const canonical = JSON.stringify({
     plan: plan.fingerprint,
     parallelism,

@@ -23,11 +23,12 @@ export interface PendingCommittable {
  * committed again at start (commits are idempotent). Without checkpointing, it prepares and commits at the end
  * of input.
  *
- * In coordinator commit mode (a cluster slot) it never commits: its operator state at checkpoint n is the
- * committables prepared at n and at earlier checkpoints not known complete (an aborted checkpoint's go with the
- * next one; commits are idempotent, so one the coordinator already committed may come again), which the slot hands
- * to the coordinator with its ack; restored ones are the coordinator's to recommit, so they are neither committed
- * nor carried.
+ * In coordinator commit mode (a cluster slot) it never commits: its operator state at checkpoint n is every
+ * committable prepared at n or at an earlier barrier whose checkpoint it has not yet seen complete, which the slot
+ * hands to the coordinator with its ack. An aborted checkpoint's (or a plain savepoint's) committables are thus
+ * committed with the next completed checkpoint, whose source positions are past their records; committing one twice
+ * is a no-op (commits are idempotent). Restored ones are the coordinator's to recommit (they belong to the restored,
+ * completed checkpoint), so they are neither committed nor carried.
  */
 export class SinkOperator<T> implements Operator<T, never> {
   private writer: SinkWriter<T> | undefined;
@@ -88,7 +89,7 @@ export class SinkOperator<T> implements Operator<T, never> {
   async notifyCheckpointComplete(checkpointId: number): Promise<void> {
     if (this.committer === undefined) return;
     if (this.coordinatorCommits) {
-      // Checkpoint n's slot objects hold them: the coordinator commits them (and Recover again after a crash).
+      // The coordinator committed them (with checkpoint `checkpointId` or earlier): no longer carried.
       this.pending = this.pending.filter((p) => p.checkpointId > checkpointId);
       return;
     }

@@ -55,6 +55,10 @@ interface SlotEntry {
   failures: number;
   /** Lost, fenced, handed over or stopping: no restart. */
   ended: boolean;
+  /** A handoff asked for before the runner existed: carried out once the slot started (the keeper does not ask twice). */
+  handoffTo?: string;
+  /** `startSlot` of this entry (it stops the runner itself when the entry ended meanwhile). */
+  starting?: Promise<void>;
 }
 
 /**
@@ -67,6 +71,12 @@ interface SlotEntry {
 export class ClusterWorker {
   private readonly options: Required<ClusterWorkerOptions>;
   private readonly slots = new Map<number, SlotEntry>();
+  /**
+   * Per slot: settles once the previous runner of the slot in this process ended and closed its state. A slot taken
+   * again here (lost and reclaimed, restarted) waits for it: its directory is renamed to the new epoch and RocksDB
+   * opened again, which a database still open in this process does not refuse (its lock only works across processes).
+   */
+  private readonly retiring = new Map<number, Promise<void>>();
   private config: ClusterConfigItem | undefined;
   private stopping: Promise<void> | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
@@ -99,6 +109,13 @@ export class ClusterWorker {
     }
     this.init.verifyConfig?.(config, this.init.plan);
     this.config = config;
+    // A halted job stays halted: taking leases would bump the lease generation and restore slots only to stop
+    // them at the first poll (and ECS would start the task again, and again).
+    const control = await this.init.control.readControl();
+    if (control?.halted !== undefined) {
+      this.emit({ event: 'warning', message: `job ${this.init.jobId} is halted (stopped at savepoint ${control.halted.savepointPath}): nothing to run` });
+      return;
+    }
     this.init.leases.start((event) => this.onLease(event));
     this.schedulePoll();
     return ended;
@@ -126,7 +143,7 @@ export class ClusterWorker {
           return;
         }
         this.slots.set(slot, entry);
-        void this.startSlot(entry);
+        this.begin(entry);
         return;
       }
       case 'lost': {
@@ -136,29 +153,55 @@ export class ClusterWorker {
         entry.ended = true;
         this.slots.delete(slot);
         entry.runner?.stopNow(new LeaseLostError(slot, epoch, event.reason));
+        this.retire(entry);
         return;
       }
       case 'handoffRequested': {
         const entry = this.slots.get(slot);
-        if (entry?.runner === undefined || entry.ended) return;
-        entry.ended = true;
-        const runner = entry.runner;
-        void runner
-          .stopAtNextCompletedCheckpoint()
-          .then(() => this.init.leases.handOver(entry.held))
-          .then(() => {
-            this.slots.delete(slot);
-            this.emit({ event: 'released', slot, epoch: entry.held.epoch, to: event.to });
-          })
-          .catch((err: unknown) => this.warn(`handing slot ${slot} over to ${event.to} failed: ${message(err)}`, slot));
+        if (entry === undefined || entry.ended) return;
+        if (entry.runner === undefined) entry.handoffTo = event.to;
+        else this.handOff(entry, entry.runner, event.to);
         return;
       }
     }
   }
 
+  /** Stops the slot at its next completed checkpoint (state closed), then hands the lease over. */
+  private handOff(entry: SlotEntry, runner: SlotRunner, to: string): void {
+    const { slot } = entry.held;
+    entry.ended = true;
+    void runner
+      .stopAtNextCompletedCheckpoint()
+      .then(() => this.init.leases.handOver(entry.held))
+      .then(() => {
+        this.slots.delete(slot);
+        this.emit({ event: 'released', slot, epoch: entry.held.epoch, to });
+      })
+      .catch((err: unknown) => this.warn(`handing slot ${slot} over to ${to} failed: ${message(err)}`, slot));
+  }
+
+  private begin(entry: SlotEntry): void {
+    entry.starting = this.startSlot(entry);
+  }
+
+  /** Remembers until when the entry's runner still has the slot's state open (see `retiring`). */
+  private retire(entry: SlotEntry): void {
+    const slot = entry.held.slot;
+    const before = this.retiring.get(slot);
+    const closed = Promise.all([before, entry.starting])
+      .then(() => entry.runner?.stop())
+      .catch(() => undefined);
+    this.retiring.set(slot, closed);
+    void closed.then(() => {
+      if (this.retiring.get(slot) === closed) this.retiring.delete(slot);
+    });
+  }
+
   private async startSlot(entry: SlotEntry): Promise<void> {
     const { slot, epoch } = entry.held;
     try {
+      await this.retiring.get(slot);
+      if (entry.ended) return;
       const control = await this.init.control.readControl();
       const dirs = await prepareSlotDirs({ stateRoot: this.init.stateRoot, tempRoot: this.init.tempRoot, jobId: this.init.jobId, slot, epoch });
       if (entry.ended) return;
@@ -195,6 +238,7 @@ export class ClusterWorker {
       const started = await runner.start();
       entry.failures = 0;
       this.emit({ event: 'slot-started', slot, epoch, restore: started.restore, ms: started.ms, ...(started.checkpointId === undefined ? {} : { checkpointId: started.checkpointId }) });
+      if (entry.handoffTo !== undefined && !entry.ended) this.handOff(entry, runner, entry.handoffTo);
     } catch (err) {
       await entry.runner?.stop();
       this.slotFailed(entry, err);
@@ -206,6 +250,7 @@ export class ClusterWorker {
     if (entry.ended || this.stopping !== undefined || this.slots.get(entry.held.slot) !== entry) return;
     const { slot, epoch } = entry.held;
     entry.ended = true;
+    this.retire(entry);
     const code = err instanceof Error && 'code' in err && isErrorCode((err as { code: unknown }).code) ? (err as { code: string }).code : undefined;
     this.emit({ event: 'slot-failed', slot, epoch, error: message(err), ...(code === undefined ? {} : { code }) });
     if (isFatal(err)) {
@@ -219,7 +264,7 @@ export class ClusterWorker {
         (held) => {
           const next: SlotEntry = { held, runner: undefined, failures: entry.failures + 1, ended: false };
           this.slots.set(slot, next);
-          void this.startSlot(next);
+          this.begin(next);
         },
         (cause: unknown) => {
           // The lease moved on meanwhile: the keeper reports it lost; nothing more to do here.

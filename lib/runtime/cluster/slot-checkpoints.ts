@@ -16,7 +16,7 @@ export interface SlotCheckpointEvents {
   acked(item: AckItem): void;
   /** The lease no longer names this owner and epoch: nothing was written; the slot must stop. */
   fenced(what: string, checkpointId: number): void;
-  /** Writing the committables object or the ack failed (the coordinator times the checkpoint out). */
+  /** Writing the committables object or the ack failed (it is retried while the checkpoint can still complete). */
   warn(line: string): void;
 }
 
@@ -32,6 +32,10 @@ export interface SlotCheckpointsInit {
   readonly acks: AckWriter;
   readonly now: () => number;
   readonly events: SlotCheckpointEvents;
+  /** First pause before a failed committables or ack put is retried; doubles per attempt. @default 200 */
+  readonly retryDelayMs?: number;
+  /** Longest pause between retries. @default 5000 */
+  readonly maxRetryDelayMs?: number;
 }
 
 interface PendingCheckpoint {
@@ -54,7 +58,11 @@ export class SlotCheckpoints implements CoordinatorLink {
 
   constructor(private readonly init: SlotCheckpointsInit) {}
 
-  /** Takes the committables a sink task prepared at `checkpointId` from its snapshot (before it is encoded). */
+  /**
+   * Takes the committables a sink task hands over at `checkpointId` from its snapshot (before it is encoded): those
+   * prepared at this barrier and every earlier one not yet known completed (aborted checkpoints, plain savepoints),
+   * which the coordinator commits with this checkpoint.
+   */
   collectCommittables(checkpointId: number, snapshot: TaskSnapshot): void {
     const sinks = new Set(this.init.sinkNodes);
     for (const op of snapshot.operators) {
@@ -62,7 +70,6 @@ export class SlotCheckpoints implements CoordinatorLink {
       const items = (op.operatorState ?? []) as PendingCommittable[];
       this.checkpoint(checkpointId).committables.set(
         op.nodeId,
-        // Earlier ones too: the sink carries those of checkpoints not known complete (an aborted one's).
         items.filter((i) => i.checkpointId <= checkpointId).map((i) => i.committable),
       );
     }
@@ -119,15 +126,38 @@ export class SlotCheckpoints implements CoordinatorLink {
     return p;
   }
 
+  /**
+   * Runs a put, retrying a failure with backoff (a throttled or conflicting transaction, an S3 5xx) as long as it can
+   * still matter: until the slot closes, the checkpoint completes, or a later barrier reached the slot (the
+   * coordinator gave up on this one). Both puts are idempotent. Without the retry one transient error stalls the
+   * checkpoint until its timeout. A `fenced` result is no error: it stops the slot at once.
+   */
   private enqueue(checkpointId: number, work: () => Promise<void>): void {
     this.queue = this.queue.then(async () => {
-      if (this.closed) return;
-      try {
-        await work();
-      } catch (err) {
-        this.init.events.warn(`slot ${this.init.slot}: checkpoint ${checkpointId} not acknowledged: ${err instanceof Error ? err.message : String(err)}`);
+      let delay = this.init.retryDelayMs ?? 200;
+      for (let attempt = 1; !this.closed; attempt++) {
+        try {
+          await work();
+          return;
+        } catch (err) {
+          const giveUp = this.superseded(checkpointId);
+          this.init.events.warn(
+            `slot ${this.init.slot}: checkpoint ${checkpointId} not acknowledged (attempt ${attempt}${giveUp ? ', superseded: giving up' : `, retrying in ${delay} ms`}): ${err instanceof Error ? err.message : String(err)}`,
+          );
+          if (giveUp) return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, delay).unref());
+        delay = Math.min(this.init.maxRetryDelayMs ?? 5000, delay * 2);
+        if (this.superseded(checkpointId)) return;
       }
     });
+  }
+
+  /** Completed (forgotten by `completed`), or a later checkpoint's barrier reached the slot. */
+  private superseded(checkpointId: number): boolean {
+    if (!this.pending.has(checkpointId)) return true;
+    for (const id of this.pending.keys()) if (id > checkpointId) return true;
+    return false;
   }
 
   private async putAck(checkpointId: number, p: PendingCheckpoint): Promise<void> {

@@ -45,7 +45,7 @@ export async function loadSlotState(reader: TaskStateReader, metadata: Checkpoin
     const before = metadata.parallelism[v.id];
     if (before !== undefined && before !== v.parallelism) {
       throw new ConfigError(
-        `checkpoint ${metadata.checkpointId} ran vertex "${v.name}" at parallelism ${before}, the cluster at ${v.parallelism}: a slot restores only its own state; change P with a savepoint and \`sluice aws init --restore\``,
+        `checkpoint ${metadata.checkpointId} ran vertex "${v.name}" at parallelism ${before}, the cluster at ${v.parallelism}: a slot restores only its own state, and rescaling a cluster job is not supported yet`,
       );
     }
   }

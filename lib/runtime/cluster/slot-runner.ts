@@ -17,6 +17,7 @@ import type { CheckpointParticipant } from '../checkpoint-driver/participant.ts'
 import { ThreadChannelFactory } from '../channels/thread-channel-factory.ts';
 import { createTask, type DeployedTask } from '../deployed-task.ts';
 import type { KeyedServices } from '../operator-chain.ts';
+import { openExternalRestore } from '../restore/external-restore.ts';
 import type { RestoredJob } from '../restore/restore-plan.ts';
 import { runTasks } from '../run-tasks.ts';
 import { keyGroupRangeForSubtask } from '../../core/index.ts';
@@ -113,14 +114,17 @@ export class SlotRunner {
     const modes = edgeModes(plan, init.config.edges);
     const sinkNodes = twoPhaseCommitSinks(plan);
     const completed: CompletedCheckpointRef | undefined = init.control?.completed;
-    // A trigger written before this slot's take is aborted by the coordinator (the take changed the lease
-    // generation): only later triggers are injected. One written after the take (its generation is still the
-    // current one, read after the take) waits for this slot's ack: the first control poll injects it.
+    // A trigger written before the take is aborted by the coordinator (the take changed the lease generation): it is
+    // skipped. One written at the generation read after the take came after it and can still commit: the next poll
+    // injects it (skipping it would stall that checkpoint until its timeout).
     const trigger = init.control?.trigger;
     this.lastTrigger = trigger !== undefined && trigger.leaseGeneration !== init.control?.leaseGeneration ? trigger.checkpointId : 0;
     this.lastCompleted = completed?.checkpointId ?? 0;
     let restored: RestoredJob | undefined;
-    if (completed !== undefined) {
+    if (completed === undefined && init.config.restoreFrom !== undefined) {
+      // The job's first run (`sluice aws init --restore`): start from that savepoint or checkpoint, at the same P.
+      restored = await restoreFromDeployment(init.config.restoreFrom, plan, slot, init.config.parallelism);
+    } else if (completed !== undefined) {
       try {
         const metadata = await readCompletedMetadata(init.store, completed);
         restored = await loadSlotState(this.guard, metadata, plan, slot, init.store.location);
@@ -268,6 +272,24 @@ export class SlotRunner {
     if (this.stopping !== undefined || err === undefined) this.resolveDone();
     else this.rejectDone(err instanceof SlotFailedError ? err : new SlotFailedError(this.slot, message(err), err));
   }
+}
+
+/**
+ * Slot `slot`'s state from the deployment's `restoreFrom` (read where it is, verified). Its parallelism must be the
+ * cluster's P: a slot restores only its own subtasks' state, and re-dealing key groups and splits over another P
+ * is not implemented for clusters (ConfigError: every slot would fail the same way).
+ */
+async function restoreFromDeployment(uri: string, plan: PhysicalPlan, slot: number, parallelism: number): Promise<RestoredJob> {
+  const external = await openExternalRestore(uri, plan);
+  for (const v of plan.vertices) {
+    const before = external.metadata.parallelism[v.id];
+    if (before !== undefined && before !== parallelism) {
+      throw new ConfigError(
+        `cannot start from ${external.description}: it ran vertex "${v.name}" at parallelism ${before}, the cluster has ${parallelism} slots; rescaling a cluster job is not supported yet: deploy it with --parallelism ${before}, or run it with \`sluice run --restore\` at the new parallelism`,
+      );
+    }
+  }
+  return loadSlotState(external.reader, external.metadata, plan, slot, external.location);
 }
 
 /** Refuses task-state writes once the slot stopped: a stopped slot writes nothing more. */

@@ -1,11 +1,14 @@
+import { createHash } from 'node:crypto';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /**
  * Where a slot keeps its RocksDB databases and temp files at one epoch:
  *
- *   <state-dir>/<job>/slot-<s>/e<epoch>/<operator>-<subtask>/db-…   (EFS or the task's disk)
- *   <temp-dir>/<job>/slot-<s>/e<epoch>/<operator>-<subtask>/tmp-…   (always the task's own disk)
+ *   <state-dir>/<job>-<hash>/slot-<s>/e<epoch>/<operator>-<subtask>/db-…   (EFS or the task's disk)
+ *   <temp-dir>/<job>-<hash>/slot-<s>/e<epoch>/<operator>-<subtask>/tmp-…   (always the task's own disk)
+ *
+ * (`<job>-<hash>`: jobFolderName.)
  *
  * The epoch in the path is what makes clean-up safe on shared storage: a worker deletes only lower epochs of its
  * own slot, so it never deletes a directory of another slot, nor one of a newer owner of its slot (a zombie's
@@ -30,13 +33,19 @@ export interface SlotDirsRequest {
   readonly epoch: number;
 }
 
-/** Letters, digits, '.', '_', '-': a job id as a directory name. */
-function safeName(text: string): string {
-  return text.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^[._-]+/, '').slice(0, 80) || 'x';
+/**
+ * A job id as a directory name: its letters, digits, '.', '_' and '-' (at most 80, for people reading the folder),
+ * then '-' and the first 16 hex digits of the id's SHA-256. The readable part alone is not injective (`orders/eu`
+ * and `orders_eu` would share a folder, and one job's slot would rename or delete the other's live databases as
+ * "lower epochs"); the hash suffix makes a collision as unlikely as a 64-bit hash collision.
+ */
+export function jobFolderName(jobId: string): string {
+  const readable = jobId.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^[._-]+/, '').slice(0, 80) || 'x';
+  return `${readable}-${createHash('sha256').update(jobId, 'utf8').digest('hex').slice(0, 16)}`;
 }
 
 export function slotFolder(root: string, jobId: string, slot: number): string {
-  return join(root, safeName(jobId), `slot-${slot}`);
+  return join(root, jobFolderName(jobId), `slot-${slot}`);
 }
 
 const EPOCH_DIR = /^e(0|[1-9]\d{0,15})$/;

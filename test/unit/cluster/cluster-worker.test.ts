@@ -2,6 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ClusterWorker } from '../../../lib/runtime/cluster/cluster-worker.ts';
 import type { WorkerEvent } from '../../../lib/runtime/cluster/worker-events.ts';
 import { memoryServices } from '../../../lib/runtime/default-services.ts';
+import type { KeyedServices } from '../../../lib/runtime/operator-chain.ts';
+import type { SlotDirs } from '../../../lib/runtime/cluster/slot-state-dirs.ts';
 import { FsObjectStore } from '../../../lib/storage/fs/fs-object-store.ts';
 import { InMemoryControlTable, InMemoryLeaseKeeper } from '../../harness/cluster/in-memory-control.ts';
 import { buildJob, clusterConfig, commitMetadata, Feeds, keysOfSlot, tempDir, until } from './slot-fixtures.ts';
@@ -11,7 +13,7 @@ afterEach(async () => {
   await Promise.all(workers.splice(0).map((w) => w.stop()));
 });
 
-function setup() {
+function setup(services: (dirs: SlotDirs) => KeyedServices = () => memoryServices()) {
   const feeds = new Feeds();
   const { plan, env } = buildJob(feeds);
   const store = new FsObjectStore(tempDir('sluice-worker-'));
@@ -29,7 +31,7 @@ function setup() {
     store,
     stateRoot: tempDir('sluice-worker-state-'),
     tempRoot: tempDir('sluice-worker-temp-'),
-    services: () => memoryServices(),
+    services,
     controlPollMs: 5,
     restartDelayMs: 1,
     events: (e) => events.push(e),
@@ -108,6 +110,68 @@ describe('ClusterWorker', () => {
     table.halt(1, 'savepoints/savepoint-1');
     await running;
     expect(keeper.released.map((h) => h.slot)).toEqual([0]);
+  });
+
+  it('carries out a handoff asked for before the slot started', async () => {
+    const { plan, store, table, keeper, worker, named } = setup();
+    void worker.run();
+    await until(() => keeper.listening, 'the worker to take leases');
+    keeper.grant(0);
+    // Before the runner exists (the worker is still reading control and preparing directories).
+    keeper.askHandoff(0, 'w2');
+    await until(() => named('slot-started').length === 1, 'the slot to start');
+    table.trigger(1);
+    await until(() => table.ack(1, 0) !== undefined, 'the ack of checkpoint 1');
+    table.complete(1, await commitMetadata(store, plan, 1, [table.ack(1, 0)!]));
+    await until(() => keeper.handedOver.length === 1, 'the handoff');
+    expect(named('released')).toMatchObject([{ slot: 0, to: 'w2' }]);
+  });
+
+  it('starts a slot taken again only once its previous runner in this process closed its state', async () => {
+    const log: string[] = [];
+    let openGate: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    const services = (dirs: SlotDirs): KeyedServices => {
+      const epoch = dirs.stateDir.slice(dirs.stateDir.lastIndexOf('e'));
+      log.push(`open ${epoch}`);
+      const inner = memoryServices();
+      return {
+        ...inner,
+        createKeyedState: (...args: Parameters<KeyedServices['createKeyedState']>) => {
+          const backend = inner.createKeyedState(...args);
+          const dispose = backend.dispose.bind(backend);
+          // The first epoch's backend closes slowly (a task stuck in an upload while its lease was lost).
+          backend.dispose = async () => {
+            if (epoch === 'e1') await gate;
+            await dispose();
+            log.push(`closed ${epoch}`);
+          };
+          return backend;
+        },
+      };
+    };
+    const { table, keeper, worker, named } = setup(services);
+    void worker.run();
+    await until(() => keeper.listening, 'the worker to take leases');
+    keeper.grant(0);
+    await until(() => named('slot-started').length === 1, 'the slot to start');
+    keeper.lose(0, 'w2');
+    // Reclaimed at once (the item still names this worker after overdue renewals).
+    const again = keeper.grant(0);
+    const reads = table.controlReads;
+    await until(() => table.controlReads > reads + 20, 'the worker to poll a while');
+    expect(log).toEqual(['open e1']);
+    openGate();
+    await until(() => named('slot-started').length === 2, 'the slot to start again');
+    expect(log.indexOf(`open e${again.epoch}`)).toBeGreaterThan(log.lastIndexOf('closed e1'));
+  });
+
+  it('does not take leases for a halted job', async () => {
+    const { table, keeper, worker, named } = setup();
+    table.halt(3, 's3://b/savepoints/sp-3');
+    await worker.run();
+    expect(keeper.listening).toBe(false);
+    expect(named('warning')).toMatchObject([{ message: expect.stringContaining('is halted') }]);
   });
 
   it('refuses to run without the config item', async () => {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeSlotCommittables } from '../../../lib/cluster/slot-committables.ts';
 import { SlotRunner } from '../../../lib/runtime/cluster/slot-runner.ts';
-import { prepareSlotDirs, slotFolder } from '../../../lib/runtime/cluster/slot-state-dirs.ts';
+import { jobFolderName, prepareSlotDirs, slotFolder } from '../../../lib/runtime/cluster/slot-state-dirs.ts';
 import { rocksDbServices } from '../../../lib/state/rocksdb/index.ts';
 import { FsObjectStore } from '../../../lib/storage/fs/fs-object-store.ts';
 import { InMemoryControlTable } from '../../harness/cluster/in-memory-control.ts';
@@ -102,6 +102,20 @@ describe('prepareSlotDirs', () => {
     expect(readdirSync(dirs.tempDir)).toEqual([]);
     expect(readdirSync(join(slotFolder(stateRoot, 'job-1', 1), 'e1', 'op-0'))).toEqual(['other-slot']);
     expect(readdirSync(join(slotFolder(tempRoot, 'job-1', 1), 'e1', 'op-0'))).toEqual(['other-slot']);
+  });
+
+  it('never shares a slot folder between two jobs whose ids differ only in characters a folder name cannot hold', async () => {
+    const stateRoot = tempDir('sluice-dirs-state-');
+    const tempRoot = tempDir('sluice-dirs-temp-');
+    const first = await prepareSlotDirs({ stateRoot, tempRoot, jobId: 'orders/eu', slot: 0, epoch: 7 });
+    writeFileSync(join(first.stateDir, 'live'), 'live');
+    const second = await prepareSlotDirs({ stateRoot, tempRoot, jobId: 'orders_eu', slot: 0, epoch: 9 });
+    expect(second.carriedOver).toBe(false);
+    expect(readdirSync(first.stateDir)).toEqual(['live']);
+    expect(slotFolder(stateRoot, 'orders/eu', 0)).not.toBe(slotFolder(stateRoot, 'orders_eu', 0));
+    expect(slotFolder(stateRoot, '.x', 0)).not.toBe(slotFolder(stateRoot, 'x', 0));
+    expect(slotFolder(stateRoot, `${'a'.repeat(80)}1`, 0)).not.toBe(slotFolder(stateRoot, `${'a'.repeat(80)}2`, 0));
+    expect(jobFolderName('orders/eu')).toMatch(/^orders_eu-[0-9a-f]{16}$/);
   });
 
   it('starts empty without a lower epoch', async () => {

@@ -4,6 +4,8 @@ import { decodeSlotCommittables } from '../../../lib/cluster/slot-committables.t
 import { memoryServices } from '../../../lib/runtime/default-services.ts';
 import { SlotRunner, type SlotRunnerInit } from '../../../lib/runtime/cluster/slot-runner.ts';
 import { FsObjectStore } from '../../../lib/storage/fs/fs-object-store.ts';
+import { decodeMetadata, encodeMetadata } from '../../../lib/storage/metadata-codec.ts';
+import { join } from 'node:path';
 import { committingSink } from '../../harness/committing-sink.ts';
 import { InMemoryControlTable } from '../../harness/cluster/in-memory-control.ts';
 import { buildJob, clusterConfig, commitMetadata, Feeds, keysOfSlot, MAX_P, P, tempDir, until, type Row } from './slot-fixtures.ts';
@@ -85,22 +87,77 @@ describe('SlotRunner', () => {
     expect([...table.acks.keys()]).toEqual(['1#1']);
   });
 
-  it('acks a trigger written after its take but before it started; skips one written before the take', async () => {
+  it('carries the committables of an aborted checkpoint and of a plain savepoint into the next checkpoint until one completes', async () => {
+    const { feeds, plan, store, table, runner } = setup();
+    const [a, b] = keysOfSlot(0, 2);
+    const slot = runner(0, table.take(0, 'w1').epoch);
+    await slot.start();
+    const rowsOf = async (id: number): Promise<Row[]> => {
+      await until(() => table.ack(id, 0) !== undefined, `the ack of checkpoint ${id}`);
+      const ack = table.ack(id, 0)!;
+      if (ack.kind !== 'ack') throw new Error(`expected an ack, got ${ack.kind}`);
+      return committablesOf(store, ack.committables!.path);
+    };
+    const step = async (row: Row, read: number, id: number, savepoint = false): Promise<Row[]> => {
+      feeds.rows[0]!.push(row);
+      await until(() => feeds.read[0] === read, `row ${read}`);
+      table.trigger(id, { savepoint });
+      slot.onControl(table.control);
+      return rowsOf(id);
+    };
+    // Checkpoint 1 aborts (the coordinator never completes it); savepoint 2 is written but does not move `completed`.
+    expect(await step({ k: a!, v: 1 }, 1, 1)).toEqual([{ k: a, v: 1 }]);
+    expect(await step({ k: b!, v: 10 }, 2, 2, true)).toEqual([{ k: a, v: 1 }, { k: b, v: 10 }]);
+    // Checkpoint 3 completes: its committables hold every row since the last completed checkpoint.
+    const third = await step({ k: a!, v: 2 }, 3, 3);
+    expect(third).toEqual([{ k: a, v: 1 }, { k: b, v: 10 }, { k: a, v: 3 }]);
+    table.complete(3, await commitMetadata(store, plan, 3, [table.ack(3, 0)!]));
+    slot.onControl(table.control);
+    await until(() => feeds.completions[0]!.includes(3), 'completion of checkpoint 3');
+    // Once completed, they are no longer carried.
+    expect(await step({ k: b!, v: 5 }, 4, 4)).toEqual([{ k: b, v: 15 }]);
+  });
+
+  it('injects a trigger written after its take, and skips one written before it', async () => {
     const { table, runner } = setup();
-    // Slot 0: triggered before the take (generation 0), so the coordinator aborts it; the slot must not wait on it.
     table.trigger(1);
-    const held0 = table.take(0, 'w1');
-    const early = runner(0, held0.epoch);
-    await early.start();
-    early.onControl(table.control);
-    // Slot 1: taken (generation 2), then checkpoint 2 triggered at that generation: it waits for this slot's ack.
-    const held1 = table.take(1, 'w1');
+    // Taken after trigger 1: that checkpoint cannot commit (the generation moved), so the slot skips it.
+    const first = runner(0, table.take(0, 'w1').epoch, { control: table.control });
+    await first.start();
+    // Trigger 2 is written after slot 1's take: present when slot 1 starts, and still committable.
+    const held = table.take(1, 'w1');
     table.trigger(2);
-    const late = runner(1, held1.epoch);
-    await late.start();
-    late.onControl(table.control);
-    await until(() => table.ack(2, 1) !== undefined, 'the ack of checkpoint 2 by slot 1');
+    const second = runner(1, held.epoch, { control: table.control });
+    await second.start();
+    first.onControl(table.control);
+    second.onControl(table.control);
+    await until(() => table.ack(2, 0) !== undefined && table.ack(2, 1) !== undefined, 'the acks of checkpoint 2');
+    // Acks are put in checkpoint order: slot 0 never acked checkpoint 1.
     expect(table.ack(1, 0)).toBeUndefined();
+  });
+
+  it('retries an ack put that failed, and still stops on a refused one', async () => {
+    const { table, runner, events } = setup();
+    let failures = 2;
+    const flaky = {
+      putAck: (item: Parameters<InMemoryControlTable['putAck']>[0]) =>
+        failures-- > 0 ? Promise.reject(new Error('TransactionConflict')) : table.putAck(item),
+    };
+    const held = table.take(0, 'w1');
+    const slot = runner(0, held.epoch, { acks: flaky });
+    await slot.start();
+    table.trigger(1);
+    slot.onControl(table.control);
+    await until(() => table.ack(1, 0) !== undefined, 'the ack of checkpoint 1 after two failed puts');
+    expect(events.warnings.filter((w) => w.includes('checkpoint 1 not acknowledged'))).toHaveLength(2);
+    expect(events.acked).toEqual(['ack 1#0']);
+    // A refusal is not retried: the slot stops.
+    failures = 1;
+    table.take(0, 'w2');
+    table.trigger(2);
+    slot.onControl(table.control);
+    await slot.done;
+    expect(events.fenced).toEqual(['ack 2']);
   });
 
   it('stops when its ack is refused because the lease moved on, and writes nothing more', async () => {
@@ -160,6 +217,45 @@ describe('SlotRunner', () => {
       { k: a, v: 101 },
       { k: b, v: 22 },
     ]);
+  });
+
+  it('starts a first run from the deployment\'s restoreFrom at the same P, and refuses another parallelism', async () => {
+    const { feeds, plan, store, table, runner } = setup();
+    const [a] = keysOfSlot(0, 1);
+    const first = runner(0, table.take(0, 'w1').epoch);
+    await first.start();
+    feeds.rows[0]!.push({ k: a!, v: 4 });
+    await until(() => feeds.read[0] === 1, 'the row');
+    table.trigger(1);
+    first.onControl(table.control);
+    await until(() => table.ack(1, 0) !== undefined, 'the ack of checkpoint 1');
+    const metadataPath = await commitMetadata(store, plan, 1, [table.ack(1, 0)!]);
+    await first.stop();
+    const restoreFrom = join(store.location, 'chk-0000000001');
+
+    // A new deployment (no `completed`) of the same job: slot 0 starts from checkpoint 1 and its sums continue.
+    const fresh = new InMemoryControlTable();
+    const config = { ...table.config!, restoreFrom };
+    const second = runner(0, fresh.take(0, 'w1').epoch, { config, acks: fresh, control: fresh.control });
+    expect(await second.start()).toMatchObject({ restore: 's3', checkpointId: 1 });
+    feeds.rows[0]!.push({ k: a!, v: 1 });
+    await until(() => feeds.read[0] === 2, 'the next row');
+    // Checkpoint ids continue after the restored one (the coordinator's part), so checkpoint 1's files stay as they are.
+    fresh.trigger(2);
+    second.onControl(fresh.control);
+    await until(() => fresh.ack(2, 0) !== undefined, 'the ack of the new deployment');
+    const ack = fresh.ack(2, 0)!;
+    if (ack.kind !== 'ack') throw new Error('expected an ack');
+    expect(await committablesOf(store, ack.committables!.path)).toEqual([{ k: a, v: 5 }]);
+    await second.stop();
+
+    // Taken at another parallelism: a ConfigError naming the missing feature.
+    const metadata = decodeMetadata((await store.get(metadataPath))!, metadataPath, 1);
+    const rescaled = { ...metadata, parallelism: Object.fromEntries(Object.keys(metadata.parallelism).map((v) => [v, 3])) };
+    await store.put(metadataPath, encodeMetadata(rescaled));
+    const third = runner(0, fresh.take(0, 'w1').epoch, { config, acks: fresh, control: fresh.control });
+    await expect(third.start()).rejects.toThrow(ConfigError);
+    await expect(runner(0, fresh.take(0, 'w1').epoch, { config, acks: fresh, control: fresh.control }).start()).rejects.toThrow(/rescaling a cluster job is not supported yet/);
   });
 
   it('fails the slot loudly when its own task file of the completed checkpoint is damaged', async () => {

@@ -4,6 +4,8 @@ import { ExitCode } from '../../../lib/cli/exit-codes.ts';
 import { WORKER_DEFAULTS, type WorkerLaunch } from '../../../lib/cli/worker-command.ts';
 import { buildJob as buildEnv } from '../../../lib/runtime/load-job.ts';
 import { buildPhysicalPlan } from '../../../lib/graph/physical-plan.ts';
+import type { ClusterConfigItem } from '../../../lib/cluster/control-items.ts';
+import { clusterFingerprint } from '../../../lib/graph/slot-plan.ts';
 import { FsObjectStore } from '../../../lib/storage/fs/fs-object-store.ts';
 import { runWorker } from '../../../functions/worker/main.ts';
 import { InMemoryControlTable, InMemoryLeaseKeeper } from '../../harness/cluster/in-memory-control.ts';
@@ -30,12 +32,57 @@ function launch(checkpointDir: string): WorkerLaunch {
   };
 }
 
+/** The config `sluice aws init` would store for the fixture job (its slot plan's fingerprint). */
+async function deployedConfig(checkpointDir: string): Promise<ClusterConfigItem> {
+  const env = await buildEnv(job, {}, { parallelism: P, maxParallelism: MAX_P });
+  const plan = buildPhysicalPlan(env.graph, env.options);
+  const config = clusterConfig(plan, checkpointDir);
+  return { ...config, fingerprint: clusterFingerprint(plan, P, config.edges) };
+}
+
+async function runAgainst(config: ClusterConfigItem, checkpointDir: string): Promise<{ code: ExitCode; err: string }> {
+  const table = new InMemoryControlTable();
+  table.config = config;
+  const err: string[] = [];
+  const keeper = new InMemoryLeaseKeeper('w1', table);
+  let sigterm: () => void = () => {};
+  const exit = runWorker(launch(checkpointDir), {
+    stdout: () => {},
+    stderr: (t) => void err.push(t),
+    adapters: () => Promise.resolve({ control: table, acks: table, leases: keeper }),
+    store: new FsObjectStore(checkpointDir),
+    tempRoot: tempDir('sluice-main-temp-'),
+    stopSignal: new Promise((resolve) => (sigterm = resolve)),
+  });
+  // A worker that accepted the config starts taking leases: stop it, the test fails below.
+  const took = until(() => keeper.listening, 'the worker to take leases').then(() => sigterm(), () => undefined);
+  const code = await exit;
+  await took;
+  expect(keeper.listening).toBe(false);
+  return { code, err: err.join('') };
+}
+
 describe('functions/worker runWorker', () => {
+  it('exits 2 naming both fingerprints when the job is not the deployed one', async () => {
+    const dir = tempDir('sluice-main-store-');
+    const config = { ...(await deployedConfig(dir)), fingerprint: 'f'.repeat(64) };
+    const { code, err } = await runAgainst(config, dir);
+    expect(code).toBe(ExitCode.usage);
+    expect(err).toMatch(/fingerprint is [0-9a-f]{12}, the stored config's ffffffffffff/);
+  });
+
+  it('exits 2 naming both locations when --checkpoint-dir is not the deployed one', async () => {
+    const dir = tempDir('sluice-main-store-');
+    const config = await deployedConfig(`${dir}-other/`);
+    const { code, err } = await runAgainst(config, dir);
+    expect(code).toBe(ExitCode.usage);
+    expect(err).toContain(`--checkpoint-dir is ${JSON.stringify(dir)} but the job was deployed with ${JSON.stringify(`${dir}-other/`)}`);
+  });
+
   it('prints one JSON line per event, runs slots on RocksDB, and exits 0 after SIGTERM with its leases released', async () => {
     const store = new FsObjectStore(tempDir('sluice-main-store-'));
-    const env = await buildEnv(job, {}, { parallelism: P, maxParallelism: MAX_P });
     const table = new InMemoryControlTable();
-    table.config = clusterConfig(buildPhysicalPlan(env.graph, env.options), store.location);
+    table.config = await deployedConfig(store.location);
     const keeper = new InMemoryLeaseKeeper('w1', table);
     const out: string[] = [];
     let sigterm: () => void = () => {};

@@ -1,0 +1,32 @@
+import { ConfigError } from '../../core/index.ts';
+import type { ClusterConfigItem } from '../../cluster/control-items.ts';
+import type { PhysicalPlan } from '../../graph/physical-plan.ts';
+import { clusterFingerprint } from '../../graph/slot-plan.ts';
+
+/** A checkpoint location without trailing slashes (`s3://b/p/` and `s3://b/p` are one place). */
+function normalDir(dir: string): string {
+  return dir.replace(/\/+$/, '');
+}
+
+/**
+ * Refuses a worker whose job or flags are not the ones `sluice aws init` deployed (ConfigError: the worker exits 2).
+ * The slot plan's fingerprint (planSlots) covers the operators, their order, key hashes and edge modes, so a worker built with
+ * other job flags would otherwise restore another layout's state and hand committables to sinks described by the
+ * init-time descriptors. A different `--checkpoint-dir` would put task files and committables where the
+ * coordinator never looks: every checkpoint of the job would fail, and every restore.
+ */
+export function checkStoredConfig(config: ClusterConfigItem, plan: PhysicalPlan, checkpointDir: string): void {
+  // Over the stored edges (their modes were checked against the plan's edges before): the plan's own fingerprint
+  // (operators, order, key hashes, flags that shape the plan), P and maxParallelism are what can differ.
+  const fingerprint = clusterFingerprint(plan, config.parallelism, config.edges);
+  if (fingerprint !== config.fingerprint) {
+    throw new ConfigError(
+      `the job does not match the deployed one: its slot plan fingerprint is ${fingerprint.slice(0, 12)}, the stored config's ${config.fingerprint.slice(0, 12)}; run the job module and job flags given to \`sluice aws init\` (or deploy this one with \`sluice aws init --fresh\`)`,
+    );
+  }
+  if (normalDir(checkpointDir) !== normalDir(config.checkpointDir)) {
+    throw new ConfigError(
+      `--checkpoint-dir is ${JSON.stringify(checkpointDir)} but the job was deployed with ${JSON.stringify(config.checkpointDir)}: workers and the coordinator must use the same checkpoint storage`,
+    );
+  }
+}
