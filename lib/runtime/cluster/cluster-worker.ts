@@ -14,7 +14,8 @@ import type { WorkerEvent } from './worker-events.ts';
 export interface ClusterWorkerOptions {
   /** How often the `control` item is read (consistent read). @default 500 */
   readonly controlPollMs?: number;
-  /** First wait before a failed slot restarts; doubles per consecutive failure of the slot. @default 1000 */
+  /** First wait before a failed slot restarts; doubles per consecutive failure of the slot (the count resets once
+   * the slot acks a checkpoint). @default 1000 */
   readonly restartDelayMs?: number;
   /** Longest wait between restarts of a failing slot. @default 30000 */
   readonly maxRestartDelayMs?: number;
@@ -52,6 +53,8 @@ export interface ClusterWorkerInit extends ClusterWorkerOptions {
 interface SlotEntry {
   held: HeldSlot;
   runner: SlotRunner | undefined;
+  /** Consecutive failures of the slot: reset once it acked a checkpoint, not when it merely started (a slot that
+   * fails right after every start would otherwise restart at the first, shortest delay forever). */
   failures: number;
   /** Lost, fenced, handed over or stopping: no restart. */
   ended: boolean;
@@ -220,7 +223,11 @@ export class ClusterWorker {
         exchange: this.init.exchange,
         clock: this.init.clock ?? systemClock,
         events: {
-          acked: (item) => this.emit({ event: 'ack', slot, epoch, checkpointId: item.checkpointId, kind: item.kind }),
+          acked: (item) => {
+            // A decline is no sign of health: the slot may be failing its snapshots.
+            if (item.kind === 'ack') entry.failures = 0;
+            this.emit({ event: 'ack', slot, epoch, checkpointId: item.checkpointId, kind: item.kind });
+          },
           fenced: (what) => {
             entry.ended = true;
             this.emit({ event: 'fenced', slot, epoch, what });
@@ -236,7 +243,6 @@ export class ClusterWorker {
       }
       void runner.done.catch((err: unknown) => this.slotFailed(entry, err));
       const started = await runner.start();
-      entry.failures = 0;
       this.emit({ event: 'slot-started', slot, epoch, restore: started.restore, ms: started.ms, ...(started.checkpointId === undefined ? {} : { checkpointId: started.checkpointId }) });
       if (entry.handoffTo !== undefined && !entry.ended) this.handOff(entry, runner, entry.handoffTo);
     } catch (err) {
@@ -252,12 +258,13 @@ export class ClusterWorker {
     entry.ended = true;
     this.retire(entry);
     const code = err instanceof Error && 'code' in err && isErrorCode((err as { code: unknown }).code) ? (err as { code: string }).code : undefined;
-    this.emit({ event: 'slot-failed', slot, epoch, error: message(err), ...(code === undefined ? {} : { code }) });
-    if (isFatal(err)) {
+    const fatal = isFatal(err);
+    const delay = Math.min(this.options.maxRestartDelayMs, this.options.restartDelayMs * 2 ** entry.failures);
+    this.emit({ event: 'slot-failed', slot, epoch, error: message(err), ...(code === undefined ? {} : { code }), ...(fatal ? {} : { restartInMs: delay }) });
+    if (fatal) {
       this.fail(err);
       return;
     }
-    const delay = Math.min(this.options.maxRestartDelayMs, this.options.restartDelayMs * 2 ** entry.failures);
     setTimeout(() => {
       if (this.stopping !== undefined || this.slots.get(slot) !== entry) return;
       this.init.leases.restartLocally(entry.held).then(

@@ -15,7 +15,15 @@ export type WorkerEvent =
   | { readonly event: 'ack'; readonly slot: number; readonly epoch: number; readonly checkpointId: number; readonly kind: 'ack' | 'decline' }
   /** A conditional write of the slot was refused: its lease names another owner or epoch (nothing was written). */
   | { readonly event: 'fenced'; readonly slot: number; readonly epoch: number; readonly what: string }
-  | { readonly event: 'slot-failed'; readonly slot: number; readonly epoch: number; readonly error: string; readonly code?: string }
+  | {
+      readonly event: 'slot-failed';
+      readonly slot: number;
+      readonly epoch: number;
+      readonly error: string;
+      readonly code?: string;
+      /** The pause before the local restart (doubles per consecutive failure); absent: the worker fails instead. */
+      readonly restartInMs?: number;
+    }
   | { readonly event: 'released'; readonly slot: number; readonly epoch: number; readonly to?: string }
   | { readonly event: 'warning'; readonly message: string; readonly slot?: number };
 

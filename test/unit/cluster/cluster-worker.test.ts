@@ -93,6 +93,26 @@ describe('ClusterWorker', () => {
     expect(table.ack(2, 0)!.epoch).toBe(first.epoch + 1);
   });
 
+  it('doubles the restart delay of a slot failing after every start, until it acks a checkpoint again', async () => {
+    const { feeds, table, keeper, worker, named } = setup();
+    void worker.run();
+    await until(() => keeper.listening, 'the worker to take leases');
+    keeper.grant(0);
+    for (let i = 1; i <= 4; i++) {
+      await until(() => named('slot-started').length === i, `start ${i}`);
+      feeds.failOnce = 0;
+      await until(() => named('slot-failed').length === i, `failure ${i}`);
+    }
+    // Each start succeeded (restored, running) and failed before acking anything: the failures are consecutive.
+    expect(named('slot-failed').map((e) => e.event === 'slot-failed' && e.restartInMs)).toEqual([1, 2, 4, 8]);
+    await until(() => named('slot-started').length === 5, 'start 5');
+    table.trigger(1);
+    await until(() => table.ack(1, 0) !== undefined, 'the ack of checkpoint 1');
+    feeds.failOnce = 0;
+    await until(() => named('slot-failed').length === 5, 'failure 5');
+    expect(named('slot-failed')[4]).toMatchObject({ restartInMs: 1 });
+  });
+
   it('hands a slot over at the next completed checkpoint, and stops everything on halt', async () => {
     const { plan, store, table, keeper, worker, named } = setup();
     const running = worker.run();
