@@ -9,11 +9,12 @@
  *
  *   npm run dev:aws [-- --records 20000 --parallelism 2]
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { generateInput, referenceTotals, type InputSpec } from '../test/crash/crash-harness.ts';
 import { BUCKET, feedTransactions, startExampleStack, tableLines } from '../test/harness/aws/example-stack.ts';
+import { runInPrivateNetwork } from '../test/harness/aws/private-network.ts';
 
 const { values } = parseArgs({
   options: { records: { type: 'string', default: '20000' }, parallelism: { type: 'string', default: '2' } },
@@ -25,26 +26,7 @@ if (!Number.isInteger(records) || records < 1 || !Number.isInteger(parallelism) 
   process.exit(2);
 }
 
-if (process.env['SLUICE_TEST_NETNS'] !== '1' && process.env['SLUICE_ALLOW_PUBLIC_DYNAMODB_LOCAL'] !== '1') {
-  const probe = spawnSync('unshare', ['-rn', 'sh', '-c', 'ip link set lo up'], { stdio: 'ignore' });
-  if (probe.status !== 0) {
-    console.error(
-      'dev:aws: cannot create a private network namespace (unshare -rn); DynamoDB Local would listen on every interface. ' +
-        'Set SLUICE_ALLOW_PUBLIC_DYNAMODB_LOCAL=1 to run anyway.',
-    );
-    process.exit(2);
-  }
-  const self = fileURLToPath(import.meta.url);
-  const tsx = fileURLToPath(new URL('../node_modules/tsx/dist/cli.mjs', import.meta.url));
-  const quoted = [process.execPath, tsx, self, ...process.argv.slice(2)].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
-  const child = spawn('unshare', ['-rn', 'sh', '-c', `ip link set lo up && exec ${quoted}`], {
-    stdio: 'inherit',
-    env: { ...process.env, SLUICE_TEST_NETNS: '1' },
-  });
-  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
-} else {
-  process.exit(await main());
-}
+await runInPrivateNetwork('dev:aws', import.meta.url, main);
 
 async function main(): Promise<number> {
   const spec: InputSpec = {

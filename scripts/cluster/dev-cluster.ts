@@ -11,8 +11,6 @@
  * Exit 0 when the table equals the reference and every surviving worker exited 0; 1 otherwise; 2 for bad usage
  * (`--exchange`: this job has no exchange edge, see the message).
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
   LocalCluster,
@@ -23,6 +21,7 @@ import {
   tableDifferences,
   waitUntil,
 } from './local-cluster.ts';
+import { runInPrivateNetwork } from '../../test/harness/aws/private-network.ts';
 
 const USAGE =
   'usage: npm run dev:cluster [-- --workers W --parallelism P --shards N --records R --lease-duration-ms MS --kill-after-ms MS --json --verbose]';
@@ -72,27 +71,7 @@ if (killAfterMs !== undefined && workers < 2) {
   process.exit(2);
 }
 
-if (process.env['SLUICE_TEST_NETNS'] !== '1' && process.env['SLUICE_ALLOW_PUBLIC_DYNAMODB_LOCAL'] !== '1') {
-  // DynamoDB Local listens on every interface: run in a private network namespace, as examples/dev-aws.ts does.
-  const probe = spawnSync('unshare', ['-rn', 'sh', '-c', 'ip link set lo up'], { stdio: 'ignore' });
-  if (probe.status !== 0) {
-    console.error(
-      'dev:cluster: cannot create a private network namespace (unshare -rn); DynamoDB Local would listen on every interface. ' +
-        'Set SLUICE_ALLOW_PUBLIC_DYNAMODB_LOCAL=1 to run anyway.',
-    );
-    process.exit(2);
-  }
-  const self = fileURLToPath(import.meta.url);
-  const tsx = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
-  const quoted = [process.execPath, tsx, self, ...process.argv.slice(2)].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
-  const child = spawn('unshare', ['-rn', 'sh', '-c', `ip link set lo up && exec ${quoted}`], {
-    stdio: 'inherit',
-    env: { ...process.env, SLUICE_TEST_NETNS: '1' },
-  });
-  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
-} else {
-  process.exit(await main());
-}
+await runInPrivateNetwork('dev:cluster', import.meta.url, main);
 
 async function main(): Promise<number> {
   const say = (text: string): void => {
