@@ -250,13 +250,49 @@ export class ShardReceiver {
     }
     // An empty buffer always takes one frame, so a frame larger than the limit still gets through.
     if (this.skipFrom !== undefined || (this.bufferedBytes > 0 && this.bufferedBytes + bytes > this.maxBufferedBytes)) {
+      if (this.makeRoomBelow(track, frame, bytes)) {
+        this.hold(track, key, frame, bytes, position);
+        return;
+      }
       if (this.skipFrom === undefined) this.bytesWhenSkipping = this.bufferedBytes;
       this.skipFrom = earlier(this.skipFrom, position);
       if (track.skipped === undefined || atOrBelow(frame, track.skipped)) track.skipped = { epoch: frame.epoch, seq: frame.seq };
       return;
     }
+    this.hold(track, key, frame, bytes, position);
+  }
+
+  private hold(track: Track, key: string, frame: DataFrame, bytes: number, position: string): void {
     track.held.set(key, { epoch: frame.epoch, seq: frame.seq, values: frame.values, timestamps: frame.timestamps, bytes, position });
     this.bufferedBytes += bytes;
+  }
+
+  /**
+   * A full buffer lets go of the track's highest held frames, not of a lower one arriving after them: frames are
+   * released in seq order, so a boundary stops at the lowest frame let go. Letting go of the lowest instead could
+   * repeat forever when the shard has a producer's frames reordered (s3, s1, s2, s0) and only three fit: each
+   * re-read holds the same three, lets s0 go again, and nothing is ever released. Returns whether the frame now fits.
+   */
+  private makeRoomBelow(track: Track, frame: DataFrame, bytes: number): boolean {
+    // A lower frame of the track is already let go: a boundary stops there, this frame would not be released either.
+    if (track.skipped !== undefined && atOrBelow(track.skipped, frame)) return false;
+    const above = [...track.held.entries()].filter(([, held]) => !atOrBelow(held, frame));
+    above.sort(([, a], [, b]) => (atOrBelow(a, b) ? 1 : -1));
+    // As when reading on, an empty buffer takes any one frame.
+    const fits = (left: number): boolean => left === 0 || left + bytes <= this.maxBufferedBytes;
+    let left = this.bufferedBytes;
+    let n = 0;
+    while (n < above.length && !fits(left)) left -= above[n++]![1].bytes;
+    if (n === 0 || !fits(left)) return false;
+    // Going back is worth it only once something left the buffer after this exchange.
+    if (this.skipFrom === undefined) this.bytesWhenSkipping = left + bytes;
+    for (const [key, held] of above.slice(0, n)) {
+      track.held.delete(key);
+      if (track.skipped === undefined || atOrBelow(held, track.skipped)) track.skipped = { epoch: held.epoch, seq: held.seq };
+      this.skipFrom = earlier(this.skipFrom, held.position);
+    }
+    this.bufferedBytes = left;
+    return true;
   }
 
   private onMarker(track: Track, marker: PositionedMarker): void {
@@ -271,7 +307,10 @@ export class ShardReceiver {
     // The restored checkpoint is completed, so its epoch's frames up to the snapshot are committed.
     const committed = start.from === undefined ? undefined : { epoch: start.from.epoch, seq: start.from.sentThrough };
     if (committed !== undefined) this.applyBoundary(track, committed);
-    if (track.skipped !== undefined && track.skipped.epoch < start.epoch) {
+    // Only a let-go frame the restored checkpoint may have committed holds the floor back: one above that boundary
+    // will never be committed, and waiting for it to be re-read would stop the floor for good (the next boundary
+    // would be cut at it, re-reading lets go of it again, and so on).
+    if (track.skipped !== undefined && track.skipped.epoch < start.epoch && (committed === undefined || atOrBelow(track.skipped, committed))) {
       // Committed frames of an older epoch may not be back yet after a pause: the floor stays until they are, but
       // what this frame proves uncommitted can go now (which makes room to go back for the rest).
       for (const [key, frame] of track.held) {
@@ -348,6 +387,8 @@ export class ShardReceiver {
     for (const frame of release) this.released.push({ ...frame, track });
     track.unpolled += release.length;
     track.floor = floor;
+    // A let-go frame below the floor is superseded: re-read, it is dropped, so no boundary has to wait for it.
+    if (track.skipped !== undefined && atOrBelow(track.skipped, floor)) track.skipped = undefined;
     if (track.unpolled === 0) track.delivered = floor;
     for (const [key, marker] of track.markers) if (marker.epoch < floor.epoch) track.markers.delete(key);
   }
