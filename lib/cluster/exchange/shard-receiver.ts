@@ -44,10 +44,6 @@ interface Track {
   readonly producer: number;
   /** Every frame at or below it (by epoch, then seq) was released or dropped: later copies are duplicates. */
   floor: EpochSeq;
-  /** The highest frame the consumer polled, or a dropped boundary; what a snapshot records while frames wait in `released`. */
-  delivered: EpochSeq;
-  /** Released frames not yet polled. */
-  unpolled: number;
   readonly held: Map<string, HeldFrame>;
   /** Markers of checkpoints not yet known to be completed, by `epoch:checkpoint`, with their positions. */
   readonly markers: Map<string, PositionedMarker>;
@@ -117,7 +113,6 @@ export class ShardReceiver {
       for (const p of restored.producers) {
         const track = this.track(p.edge, p.producer);
         track.floor = { epoch: p.epoch, seq: p.seq };
-        track.delivered = track.floor;
       }
     }
   }
@@ -163,8 +158,6 @@ export class ShardReceiver {
     const out: ReleasedBatch[] = [];
     for (const frame of this.released.splice(0, n)) {
       const track = frame.track;
-      track.unpolled--;
-      track.delivered = { epoch: frame.epoch, seq: frame.seq };
       this.bufferedBytes -= frame.bytes;
       out.push({ edge: track.edge, producer: track.producer, values: frame.values, timestamps: frame.timestamps });
     }
@@ -223,9 +216,15 @@ export class ShardReceiver {
     let at = this.skipFrom ?? this.readFrom;
     for (const frame of this.released) at = earlier(at, frame.position);
     const producers: ProducerProgress[] = [];
+    // Released frames leave in (epoch, seq) order: every frame below a track's first unpolled one was delivered or
+    // dropped. Recording just below it, not the last delivered, keeps a passed epoch change: restored with the older
+    // epoch and reading on after the start frame, a zombie's frames of that epoch would wait for a boundary forever.
+    const firstUnpolled = new Map<Track, ReleasedFrame>();
+    for (const frame of this.released) if (!firstUnpolled.has(frame.track)) firstUnpolled.set(frame.track, frame);
     for (const track of this.tracks.values()) {
       for (const frame of track.held.values()) at = earlier(at, frame.position);
-      const through = track.unpolled > 0 ? track.delivered : track.floor;
+      const next = firstUnpolled.get(track);
+      const through = next !== undefined ? { epoch: next.epoch, seq: next.seq - 1 } : track.floor;
       if (through.epoch >= 0) producers.push({ edge: track.edge, producer: track.producer, epoch: through.epoch, seq: through.seq });
     }
     const resume: ResumePosition | undefined = at !== undefined ? { at } : this.lastRead !== undefined ? { after: this.lastRead } : undefined;
@@ -236,7 +235,7 @@ export class ShardReceiver {
     const key = `${edge}\u0000${producer}`;
     let track = this.tracks.get(key);
     if (track === undefined) {
-      track = { edge, producer, floor: NONE, delivered: NONE, unpolled: 0, held: new Map(), markers: new Map(), appliedCheckpoint: -1, skipped: undefined };
+      track = { edge, producer, floor: NONE, held: new Map(), markers: new Map(), appliedCheckpoint: -1, skipped: undefined };
       this.tracks.set(key, track);
     }
     return track;
@@ -385,11 +384,9 @@ export class ShardReceiver {
     }
     release.sort((a, b) => a.seq - b.seq);
     for (const frame of release) this.released.push({ ...frame, track });
-    track.unpolled += release.length;
     track.floor = floor;
     // A let-go frame below the floor is superseded: re-read, it is dropped, so no boundary has to wait for it.
     if (track.skipped !== undefined && atOrBelow(track.skipped, floor)) track.skipped = undefined;
-    if (track.unpolled === 0) track.delivered = floor;
     for (const [key, marker] of track.markers) if (marker.epoch < floor.epoch) track.markers.delete(key);
   }
 

@@ -186,6 +186,7 @@ describe('exchange receiver with a tiny buffer: no livelock between pausing and 
   for (const [seed, run] of [
     [1, 1352],
     [15, 46],
+    [16, 1055],
   ] as const) {
     it(`delivers the committed records of the model's scenario seed ${seed}, run ${run}`, () => {
       const s = fc.sample(scenario, { seed, numRuns: run + 1 })[run];
