@@ -282,7 +282,9 @@ export class ShardReceiver {
     let left = this.bufferedBytes;
     let n = 0;
     while (n < above.length && !fits(left)) left -= above[n++]![1].bytes;
-    if (n === 0 || !fits(left)) return false;
+    // While frames are being let go, one that fits is still held when no lower frame of its track was let go:
+    // otherwise a lower frame arriving after a let-go higher one never gets in, and each re-read repeats the pattern.
+    if (!fits(left)) return false;
     // Going back is worth it only once something left the buffer after this exchange.
     if (this.skipFrom === undefined) this.bytesWhenSkipping = left + bytes;
     for (const [key, held] of above.slice(0, n)) {
