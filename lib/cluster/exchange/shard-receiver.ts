@@ -309,9 +309,9 @@ export class ShardReceiver {
     const committed = start.from === undefined ? undefined : { epoch: start.from.epoch, seq: start.from.sentThrough };
     if (committed !== undefined) this.applyBoundary(track, committed);
     // Only a let-go frame the restored checkpoint may have committed holds the floor back: one above that boundary
-    // will never be committed, and waiting for it to be re-read would stop the floor for good (the next boundary
+    // (or any, after a fresh start) will never be committed, and waiting for it to be re-read would stop the floor for good (the next boundary
     // would be cut at it, re-reading lets go of it again, and so on).
-    if (track.skipped !== undefined && track.skipped.epoch < start.epoch && (committed === undefined || atOrBelow(track.skipped, committed))) {
+    if (track.skipped !== undefined && track.skipped.epoch < start.epoch && committed !== undefined && atOrBelow(track.skipped, committed)) {
       // Committed frames of an older epoch may not be back yet after a pause: the floor stays until they are, but
       // what this frame proves uncommitted can go now (which makes room to go back for the rest).
       for (const [key, frame] of track.held) {

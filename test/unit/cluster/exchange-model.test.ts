@@ -188,6 +188,7 @@ describe('exchange receiver with a tiny buffer: no livelock between pausing and 
     [15, 46],
     [16, 1055],
     [26, 1801],
+    [39, 1937],
   ] as const) {
     it(`delivers the committed records of the model's scenario seed ${seed}, run ${run}`, () => {
       const s = fc.sample(scenario, { seed, numRuns: run + 1 })[run];
