@@ -388,7 +388,6 @@ export class ShardReceiver {
     for (const frame of release) this.released.push({ ...frame, track });
     track.floor = floor;
     // A let-go frame below the floor is superseded: re-read, it is dropped, so no boundary has to wait for it.
-    if (track.skipped !== undefined && atOrBelow(track.skipped, floor)) track.skipped = undefined;
     for (const [key, marker] of track.markers) if (marker.epoch < floor.epoch) track.markers.delete(key);
   }
 
