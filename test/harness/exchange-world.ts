@@ -33,6 +33,12 @@ export type WorldCommand =
 
 export const EDGE = 'e1';
 
+/**
+ * Rounds (each reads up to 1000 frames per shard, more than a run writes) without a delivery or a frame read for the
+ * first time, after which the receivers count as livelocked.
+ */
+export const LIVELOCK_ROUNDS = 20;
+
 /** Record k of slot p's source, and the slot the partitioner sends it to. */
 export function recordId(producer: number, k: number): string {
   return `${producer}:${k}`;
@@ -197,9 +203,14 @@ export class ExchangeWorld {
     }
     this.run({ k: 'complete' });
     for (let s = 0; s < this.parallelism; s++) this.run({ k: 'notify', slot: s });
+    // Progress is a delivery or reading further into a shard than ever before; a receiver that only goes back and
+    // re-reads the same frames (a livelock between pausing and rewinding) fails after a few rounds, not at a timeout.
+    const furthest = this.receivers.map((r) => r.cursor);
+    let idle = 0;
     for (let round = 0; ; round++) {
       if (round === 2_000) throw new DeliveryViolation('the receivers did not settle after 2000 rounds of reading and polling');
       let moved = false;
+      let progressed = false;
       for (let s = 0; s < this.parallelism; s++) {
         const receiver = this.receiver(s);
         const before = receiver.cursor;
@@ -207,8 +218,15 @@ export class ExchangeWorld {
         this.read(receiver, 1_000);
         this.poll(s, 1_000);
         if (receiver.cursor !== before || receiver.delivered.length !== deliveredBefore) moved = true;
+        if (receiver.delivered.length !== deliveredBefore || receiver.cursor > (furthest[s] as number)) progressed = true;
+        furthest[s] = Math.max(furthest[s] as number, receiver.cursor);
       }
       if (!moved) break;
+      idle = progressed ? 0 : idle + 1;
+      if (idle === LIVELOCK_ROUNDS) {
+        const stuck = this.receivers.map((r, s) => `slot ${s}: cursor ${r.cursor}, ${r.machine.buffered} bytes buffered, paused ${r.machine.paused}`);
+        throw new DeliveryViolation(`livelock: ${LIVELOCK_ROUNDS} rounds of reading and polling without a delivery or a new frame (${stuck.join('; ')})`);
+      }
     }
     const committed = this.completed as CompletedState;
     return {

@@ -44,10 +44,6 @@ interface Track {
   readonly producer: number;
   /** Every frame at or below it (by epoch, then seq) was released or dropped: later copies are duplicates. */
   floor: EpochSeq;
-  /** The highest frame the consumer polled, or a dropped boundary; what a snapshot records while frames wait in `released`. */
-  delivered: EpochSeq;
-  /** Released frames not yet polled. */
-  unpolled: number;
   readonly held: Map<string, HeldFrame>;
   /** Markers of checkpoints not yet known to be completed, by `epoch:checkpoint`, with their positions. */
   readonly markers: Map<string, PositionedMarker>;
@@ -117,7 +113,6 @@ export class ShardReceiver {
       for (const p of restored.producers) {
         const track = this.track(p.edge, p.producer);
         track.floor = { epoch: p.epoch, seq: p.seq };
-        track.delivered = track.floor;
       }
     }
   }
@@ -163,8 +158,6 @@ export class ShardReceiver {
     const out: ReleasedBatch[] = [];
     for (const frame of this.released.splice(0, n)) {
       const track = frame.track;
-      track.unpolled--;
-      track.delivered = { epoch: frame.epoch, seq: frame.seq };
       this.bufferedBytes -= frame.bytes;
       out.push({ edge: track.edge, producer: track.producer, values: frame.values, timestamps: frame.timestamps });
     }
@@ -223,9 +216,15 @@ export class ShardReceiver {
     let at = this.skipFrom ?? this.readFrom;
     for (const frame of this.released) at = earlier(at, frame.position);
     const producers: ProducerProgress[] = [];
+    // Released frames leave in (epoch, seq) order: every frame below a track's first unpolled one was delivered or
+    // dropped. Recording just below it, not the last delivered, keeps a passed epoch change: restored with the older
+    // epoch and reading on after the start frame, a zombie's frames of that epoch would wait for a boundary forever.
+    const firstUnpolled = new Map<Track, ReleasedFrame>();
+    for (const frame of this.released) if (!firstUnpolled.has(frame.track)) firstUnpolled.set(frame.track, frame);
     for (const track of this.tracks.values()) {
       for (const frame of track.held.values()) at = earlier(at, frame.position);
-      const through = track.unpolled > 0 ? track.delivered : track.floor;
+      const next = firstUnpolled.get(track);
+      const through = next !== undefined ? { epoch: next.epoch, seq: next.seq - 1 } : track.floor;
       if (through.epoch >= 0) producers.push({ edge: track.edge, producer: track.producer, epoch: through.epoch, seq: through.seq });
     }
     const resume: ResumePosition | undefined = at !== undefined ? { at } : this.lastRead !== undefined ? { after: this.lastRead } : undefined;
@@ -236,7 +235,7 @@ export class ShardReceiver {
     const key = `${edge}\u0000${producer}`;
     let track = this.tracks.get(key);
     if (track === undefined) {
-      track = { edge, producer, floor: NONE, delivered: NONE, unpolled: 0, held: new Map(), markers: new Map(), appliedCheckpoint: -1, skipped: undefined };
+      track = { edge, producer, floor: NONE, held: new Map(), markers: new Map(), appliedCheckpoint: -1, skipped: undefined };
       this.tracks.set(key, track);
     }
     return track;
@@ -250,13 +249,51 @@ export class ShardReceiver {
     }
     // An empty buffer always takes one frame, so a frame larger than the limit still gets through.
     if (this.skipFrom !== undefined || (this.bufferedBytes > 0 && this.bufferedBytes + bytes > this.maxBufferedBytes)) {
+      if (this.makeRoomBelow(track, frame, bytes)) {
+        this.hold(track, key, frame, bytes, position);
+        return;
+      }
       if (this.skipFrom === undefined) this.bytesWhenSkipping = this.bufferedBytes;
       this.skipFrom = earlier(this.skipFrom, position);
       if (track.skipped === undefined || atOrBelow(frame, track.skipped)) track.skipped = { epoch: frame.epoch, seq: frame.seq };
       return;
     }
+    this.hold(track, key, frame, bytes, position);
+  }
+
+  private hold(track: Track, key: string, frame: DataFrame, bytes: number, position: string): void {
     track.held.set(key, { epoch: frame.epoch, seq: frame.seq, values: frame.values, timestamps: frame.timestamps, bytes, position });
     this.bufferedBytes += bytes;
+  }
+
+  /**
+   * A full buffer lets go of the track's highest held frames, not of a lower one arriving after them: frames are
+   * released in seq order, so a boundary stops at the lowest frame let go. Letting go of the lowest instead could
+   * repeat forever when the shard has a producer's frames reordered (s3, s1, s2, s0) and only three fit: each
+   * re-read holds the same three, lets s0 go again, and nothing is ever released. Returns whether the frame now fits.
+   */
+  private makeRoomBelow(track: Track, frame: DataFrame, bytes: number): boolean {
+    // A lower frame of the track is already let go: a boundary stops there, this frame would not be released either.
+    if (track.skipped !== undefined && atOrBelow(track.skipped, frame)) return false;
+    const above = [...track.held.entries()].filter(([, held]) => !atOrBelow(held, frame));
+    above.sort(([, a], [, b]) => (atOrBelow(a, b) ? 1 : -1));
+    // As when reading on, an empty buffer takes any one frame.
+    const fits = (left: number): boolean => left === 0 || left + bytes <= this.maxBufferedBytes;
+    let left = this.bufferedBytes;
+    let n = 0;
+    while (n < above.length && !fits(left)) left -= above[n++]![1].bytes;
+    // While frames are being let go, one that fits is still held when no lower frame of its track was let go:
+    // otherwise a lower frame arriving after a let-go higher one never gets in, and each re-read repeats the pattern.
+    if (!fits(left)) return false;
+    // Going back is worth it only once something left the buffer after this exchange.
+    if (this.skipFrom === undefined) this.bytesWhenSkipping = left + bytes;
+    for (const [key, held] of above.slice(0, n)) {
+      track.held.delete(key);
+      if (track.skipped === undefined || atOrBelow(held, track.skipped)) track.skipped = { epoch: held.epoch, seq: held.seq };
+      this.skipFrom = earlier(this.skipFrom, held.position);
+    }
+    this.bufferedBytes = left;
+    return true;
   }
 
   private onMarker(track: Track, marker: PositionedMarker): void {
@@ -271,7 +308,10 @@ export class ShardReceiver {
     // The restored checkpoint is completed, so its epoch's frames up to the snapshot are committed.
     const committed = start.from === undefined ? undefined : { epoch: start.from.epoch, seq: start.from.sentThrough };
     if (committed !== undefined) this.applyBoundary(track, committed);
-    if (track.skipped !== undefined && track.skipped.epoch < start.epoch) {
+    // Only a let-go frame the restored checkpoint may have committed holds the floor back: one above that boundary
+    // (or any, after a fresh start) will never be committed, and waiting for it to be re-read would stop the floor for good (the next boundary
+    // would be cut at it, re-reading lets go of it again, and so on).
+    if (track.skipped !== undefined && track.skipped.epoch < start.epoch && committed !== undefined && atOrBelow(track.skipped, committed)) {
       // Committed frames of an older epoch may not be back yet after a pause: the floor stays until they are, but
       // what this frame proves uncommitted can go now (which makes room to go back for the rest).
       for (const [key, frame] of track.held) {
@@ -346,9 +386,8 @@ export class ShardReceiver {
     }
     release.sort((a, b) => a.seq - b.seq);
     for (const frame of release) this.released.push({ ...frame, track });
-    track.unpolled += release.length;
     track.floor = floor;
-    if (track.unpolled === 0) track.delivered = floor;
+    // A let-go frame below the floor is superseded: re-read, it is dropped, so no boundary has to wait for it.
     for (const [key, marker] of track.markers) if (marker.epoch < floor.epoch) track.markers.delete(key);
   }
 
