@@ -61,7 +61,9 @@ describe('local cluster, a worker killed with SIGKILL', () => {
     // usable at it (its rows past the checkpoint are dropped), else from S3.
     expect(['s3', 'local']).toContain(takeover.event['restore']);
     expect(takeover.event['checkpointId']).toBeGreaterThan(0);
-    expect(takeover.at - killedAt).toBeGreaterThanOrEqual(3000 - 200);
+    // No wall-clock bound on when: the taker counts the lease from when it last saw the victim's counter move, up to a
+    // renewal round before the kill, so the takeover may come sooner than a lease after it. The lease keeper's
+    // timing is tested on manual clocks (test/aws/cluster-leases.test.ts).
 
     await tableEquals(referenceTotals(batches.flat()), 60_000);
     expect(cluster.workerEvents('lease-acquired', 'w2').some((l) => l.event['slot'] === victimSlot && l.at > killedAt)).toBe(true);
