@@ -220,6 +220,15 @@ export class LocalCluster {
     return this.log.filter((l) => (id === undefined ? l.source.startsWith('worker:') : l.source === `worker:${id}`) && (kind === undefined || l.event['event'] === kind));
   }
 
+  /** Slots `id` runs now by its own log: started and not since released or lost (at that epoch). */
+  heldSlots(id: string): number[] {
+    const events = this.workerEvents(undefined, id);
+    const gone = (slot: unknown, epoch: unknown): boolean =>
+      events.some((l) => ['released', 'lease-lost', 'slot-failed'].includes(String(l.event['event'])) && l.event['slot'] === slot && l.event['epoch'] === epoch);
+    const held = events.filter((l) => l.event['event'] === 'slot-started' && !gone(l.event['slot'], l.event['epoch']));
+    return [...new Set(held.map((l) => l.event['slot'] as number))];
+  }
+
   coordinatorEvents(kind?: string): Logged[] {
     return this.log.filter((l) => l.source === 'coordinator' && (kind === undefined || l.event['event'] === kind));
   }

@@ -40,13 +40,13 @@ describe('local cluster, a worker killed with SIGKILL', () => {
     await cluster.feed(batches[0]!);
     cluster.startWorker('w1');
     const w2 = cluster.startWorker('w2');
-    await until('both workers to run a slot', () => ['w1', 'w2'].every((id) => cluster.workerEvents('slot-started', id).length > 0), 60_000);
+    // Balanced (one slot each): w1 starts both and hands one over, so "a slot w1 started" is not yet "w1's slot".
+    await until('each worker to hold one slot', () => ['w1', 'w2'].every((id) => cluster.heldSlots(id).length === 1), 60_000);
     await tableEquals(referenceTotals(batches[0]!), 60_000);
 
     // Mid-stream: records of the second batch are being read (and some committed) when w1 dies.
     await cluster.feed(batches[1]!);
-    const slotOf = (id: string): number => cluster.workerEvents('slot-started', id).at(-1)!.event['slot'] as number;
-    const victimSlot = slotOf('w1');
+    const victimSlot = cluster.heldSlots('w1')[0]!;
     const killedAt = Date.now();
     cluster.workers.get('w1')!.child.kill('SIGKILL');
     await cluster.feed(batches[2]!);
@@ -61,7 +61,9 @@ describe('local cluster, a worker killed with SIGKILL', () => {
     // usable at it (its rows past the checkpoint are dropped), else from S3.
     expect(['s3', 'local']).toContain(takeover.event['restore']);
     expect(takeover.event['checkpointId']).toBeGreaterThan(0);
-    expect(takeover.at - killedAt).toBeGreaterThanOrEqual(3000 - 200);
+    // No wall-clock bound on when: the taker counts the lease from when it last saw the victim's counter move, up to a
+    // renewal round before the kill, so the takeover may come sooner than a lease after it. The lease keeper's
+    // timing is tested on manual clocks (test/aws/cluster-leases.test.ts).
 
     await tableEquals(referenceTotals(batches.flat()), 60_000);
     expect(cluster.workerEvents('lease-acquired', 'w2').some((l) => l.event['slot'] === victimSlot && l.at > killedAt)).toBe(true);
