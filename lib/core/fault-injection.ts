@@ -9,6 +9,8 @@
  *     after-prepare-commit      a sink pre-committed at a barrier; the checkpoint is not complete
  *     after-metadata-commit     a checkpoint is complete on disk; no sink has been notified or committed
  *     during-commit             a part-file commit renamed a file and has more to rename
+ *     after-ack                 a cluster slot put its ack item for a checkpoint (`sluice worker`), before anything
+ *                               else: the coordinator may complete the checkpoint with it, the slot's lease runs out
  *
  *   SLUICE_FAIL_AT=<point>:<n>[+][,<point>:<n>[+]...]
  *     The n-th time <point> is reached (with `+`: that time and every time after), an error is thrown there.
@@ -27,10 +29,10 @@ import { writeSync } from 'node:fs';
 import { getEnvironmentData, isMainThread, setEnvironmentData } from 'node:worker_threads';
 import { ConfigError, SluiceError } from './index.ts';
 
-export type CrashPoint = 'after-task-state-written' | 'after-prepare-commit' | 'after-metadata-commit' | 'during-commit';
+export type CrashPoint = 'after-task-state-written' | 'after-prepare-commit' | 'after-metadata-commit' | 'during-commit' | 'after-ack';
 export type FailPoint = 'snapshot' | 'restore' | 'checkpoint-write';
 
-const CRASH_POINTS: readonly CrashPoint[] = ['after-task-state-written', 'after-prepare-commit', 'after-metadata-commit', 'during-commit'];
+const CRASH_POINTS: readonly CrashPoint[] = ['after-task-state-written', 'after-prepare-commit', 'after-metadata-commit', 'during-commit', 'after-ack'];
 const FAIL_POINTS: readonly FailPoint[] = ['snapshot', 'restore', 'checkpoint-write'];
 const COUNTERS_KEY = 'sluice:fault-injection-counters';
 

@@ -8,12 +8,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { ensureTable } from '../../lib/connectors/aws/dynamodb/ensure-table.ts';
 import { DEFAULT_SINK_COMMIT_REGISTRY } from '../../lib/connectors/aws/cluster/sink-commit-registry.ts';
-import { LocalStepFunctions } from '../../functions/coordinator/local/local-step-functions.ts';
+import { LocalStepFunctions, type LocalRunStats } from '../../functions/coordinator/local/local-step-functions.ts';
 import { useSettings } from '../../functions/coordinator/settings.ts';
 import { BUCKET, COMMIT_TABLE, startExampleStack, type ExampleStack } from '../../test/harness/aws/example-stack.ts';
 import { createStream, putRecords } from '../../test/harness/aws/kinesis-emulator.ts';
@@ -36,6 +37,32 @@ export interface LocalClusterOptions {
   readonly waitMs?: number;
   /** Every worker event and coordinator log line, as it happens. */
   readonly onEvent?: (source: string, event: Record<string, unknown>) => void;
+  /** Cycles executions a supervisor execution runs before it continues as new (its input `maxChildren`). @default the ASL's (300) */
+  readonly maxChildren?: number;
+  /** How long one cycles execution runs (SLUICE_CYCLE_SECONDS). @default 240 */
+  readonly cycleSeconds?: number;
+  /**
+   * Test-only fault injection: called after each DynamoDB call of the coordinator's handlers. Returning true after
+   * a call that succeeded makes the handler die right there (CoordinatorCrashError thrown from the call: its effect
+   * stays, nothing after it in the handler runs), as a Lambda killed between two calls; the state machine's Retry
+   * runs it again. A failed call (`error` set) keeps its own error.
+   */
+  readonly coordinatorFault?: (call: CoordinatorCall) => boolean;
+}
+
+/** A DynamoDB call of a coordinator handler that succeeded, as `coordinatorFault` sees it. */
+export interface CoordinatorCall {
+  /** The SDK command's name, e.g. `TransactWriteItemsCommand`. */
+  readonly command: string;
+  readonly input: Record<string, unknown>;
+  /** The error's name when the call failed. */
+  readonly error?: string;
+}
+
+/** Options of one worker process. */
+export interface WorkerOptions {
+  /** Extra environment, e.g. a test's SLUICE_CRASH_AT. */
+  readonly env?: Record<string, string>;
 }
 
 export interface Transaction {
@@ -78,11 +105,13 @@ export class LocalCluster {
   private readonly stateDir: string;
   private readonly tempDir: string;
   private runner: Promise<unknown> | undefined;
+  private readonly ownClients: DynamoDBClient[] = [];
   private sfn: LocalStepFunctions | undefined;
 
   private constructor(
     readonly stack: ExampleStack,
-    readonly options: Required<Omit<LocalClusterOptions, 'onEvent'>> & Pick<LocalClusterOptions, 'onEvent'>,
+    readonly options: Required<Omit<LocalClusterOptions, 'onEvent' | 'maxChildren' | 'coordinatorFault'>> &
+      Pick<LocalClusterOptions, 'onEvent' | 'maxChildren' | 'coordinatorFault'>,
   ) {
     this.tempDir = mkdtempSync(join(tmpdir(), 'sluice-cluster-'));
     this.stateDir = join(this.tempDir, 'efs');
@@ -99,6 +128,9 @@ export class LocalCluster {
       controlPollMs: options.controlPollMs ?? 100,
       waitMs: options.waitMs ?? 100,
       onEvent: options.onEvent,
+      maxChildren: options.maxChildren,
+      cycleSeconds: options.cycleSeconds ?? 240,
+      coordinatorFault: options.coordinatorFault,
     });
     try {
       await cluster.setUp();
@@ -142,17 +174,53 @@ export class LocalCluster {
       // The coordinator commits metadata through the S3 storage's commit table (SLUICE_CHECKPOINT_DIR in Lambda).
       checkpointDir: `${this.checkpointDir}?commitTable=${COMMIT_TABLE}`,
       ackPollMs: 100,
-      cycleSeconds: 240,
-      dynamo: this.stack.dynamodb.client,
+      cycleSeconds: this.options.cycleSeconds,
+      dynamo: this.coordinatorDynamo(),
       s3: this.stack.s3.client as S3Client,
       registry: DEFAULT_SINK_COMMIT_REGISTRY,
       now: () => Date.now(),
       log: (event) => this.record('coordinator', event),
     });
-    this.sfn = await LocalStepFunctions.load({ waitMs: this.options.waitMs });
+    this.sfn = await LocalStepFunctions.load({
+      waitMs: this.options.waitMs,
+      ...(this.options.maxChildren === undefined ? {} : { input: { maxChildren: this.options.maxChildren } }),
+    });
     this.runner = this.sfn.run().catch((err: unknown) => {
       this.record('coordinator', { event: 'runner-failed', error: err instanceof Error ? err.message : String(err) });
     });
+  }
+
+  /** The emulator's client, or with `coordinatorFault` a client of its own whose calls the fault sees. */
+  private coordinatorDynamo(): DynamoDBClient {
+    const fault = this.options.coordinatorFault;
+    if (fault === undefined) return this.stack.dynamodb.client;
+    const client = new DynamoDBClient({ ...this.stack.dynamodb.clientConfig, requestHandler: new NodeHttpHandler() });
+    this.ownClients.push(client);
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const call = { command: context.commandName ?? 'unknown', input: args.input as Record<string, unknown> };
+        let out: Awaited<ReturnType<typeof next>>;
+        try {
+          out = await next(args);
+        } catch (err) {
+          fault({ ...call, error: err instanceof Error ? err.name : String(err) });
+          throw err;
+        }
+        if (fault(call)) {
+          this.record('coordinator', { event: 'injected-crash', command: call.command });
+          throw new CoordinatorCrashError(`injected coordinator crash after ${call.command} succeeded`);
+        }
+        return out;
+      },
+      { step: 'initialize', name: 'localClusterCoordinatorFault' },
+    );
+    return client;
+  }
+
+  /** What the local Step Functions runner did so far: supervisor executions, handler calls. */
+  get coordinatorStats(): LocalRunStats {
+    if (this.sfn === undefined) throw new LocalClusterError('the coordinator is not running');
+    return this.sfn.stats;
   }
 
   private record(source: string, event: Record<string, unknown>): void {
@@ -172,7 +240,7 @@ export class LocalCluster {
   }
 
   /** Spawns `sluice worker` (id `w<n>` unless given); its JSON event lines go to the log as `worker:<id>`. */
-  startWorker(id = `w${this.workers.size + 1}`): WorkerProcess {
+  startWorker(id = `w${this.workers.size + 1}`, options: WorkerOptions = {}): WorkerProcess {
     const args = [
       SLUICE, 'worker', JOB_PATH,
       '--job-id', this.jobId,
@@ -186,7 +254,7 @@ export class LocalCluster {
     ];
     // Each worker has its own local temp dir (its "task disk"); the state dir is shared, as EFS would be.
     const child = spawn(process.execPath, args, {
-      env: { ...process.env, ...this.env, TMPDIR: join(this.tempDir, `tmp-${id}`) },
+      env: { ...process.env, ...this.env, TMPDIR: join(this.tempDir, `tmp-${id}`), ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const stderr: string[] = [];
@@ -242,10 +310,32 @@ export class LocalCluster {
     return [counts, ...lines.slice(-limit), ...stderr].join('\n');
   }
 
-  /** Puts the transactions, partition key = account (what the aligned keyBy requires). */
-  async feed(transactions: readonly Transaction[]): Promise<void> {
+  /** waitUntil, with the cluster's log (describe) in the error. */
+  until(what: string, condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
+    return waitUntil(what, condition, timeoutMs).catch((err: unknown) => {
+      throw new LocalClusterError(`${String(err)}\n${this.describe()}`);
+    });
+  }
+
+  /** Polls until the sink table equals `reference`; the error names the first differences and shows the log. */
+  async untilTableEquals(reference: ReadonlyMap<string, Totals>, timeoutMs: number): Promise<void> {
+    let last: string[] = [];
+    await waitUntil(
+      'the table to equal the reference',
+      async () => {
+        last = tableDifferences(reference, await this.table());
+        return last.length === 0;
+      },
+      timeoutMs,
+    ).catch((err: unknown) => {
+      throw new LocalClusterError(`${String(err)}; differences: ${last.slice(0, 5).join('; ')}\n${this.describe()}`);
+    });
+  }
+
+  /** Puts the transactions, partition key = account (what the aligned keyBy requires); returns each one's shard. */
+  async feed(transactions: readonly Transaction[]): Promise<{ shardId: string; sequenceNumber: string }[]> {
     const records = transactions.map((t) => ({ key: t.account, data: Buffer.from(JSON.stringify(t), 'utf8') }));
-    await putRecords(this.stack.kinesisClient, STREAM, records);
+    return putRecords(this.stack.kinesisClient, STREAM, records);
   }
 
   /** The sink table: account -> totals (commit markers live in their own table). */
@@ -280,6 +370,7 @@ export class LocalCluster {
     this.sfn?.stop();
     await this.runner;
     useSettings(undefined);
+    for (const client of this.ownClients) client.destroy();
     await this.stack.stop();
     rmSync(this.tempDir, { recursive: true, force: true });
     return exits;
@@ -329,7 +420,12 @@ export async function waitUntil(what: string, condition: () => boolean | Promise
 }
 
 export class LocalClusterError extends Error {
-  override readonly name = 'LocalClusterError';
+  override readonly name: string = 'LocalClusterError';
+}
+
+/** What `coordinatorFault` throws: the handler dies after a call that took effect. */
+export class CoordinatorCrashError extends LocalClusterError {
+  override readonly name = 'CoordinatorCrashError';
 }
 
 /** The p-th percentile (0..100) of `values`, nearest rank; undefined for none. */

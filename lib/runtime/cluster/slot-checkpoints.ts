@@ -1,4 +1,5 @@
 import type { FencingToken } from '../../core/index.ts';
+import { crashPoint } from '../../core/fault-injection.ts';
 import type { AckItem, SlotCommittablesRef } from '../../cluster/control-items.ts';
 import type { AckWriter } from '../../cluster/ports.ts';
 import { encodeSlotCommittables, slotCommittablesName } from '../../cluster/slot-committables.ts';
@@ -199,6 +200,8 @@ export class SlotCheckpoints implements CoordinatorLink {
       this.init.events.fenced(item.kind, item.checkpointId);
       return;
     }
+    // Crash tests only (SLUICE_CRASH_AT, see fault-injection.ts): the ack counts, the worker is gone.
+    if (item.kind === 'ack') crashPoint('after-ack');
     this.init.events.acked(item);
   }
 }
