@@ -46,9 +46,12 @@ export interface AwsPrices {
 }
 
 const FARGATE = 'https://www.factualminds.com/blog/amazon-fargate-ecs-task-pricing-2026/ (quoting https://aws.amazon.com/fargate/pricing/)';
+// The official page renders its tables from price tokens, so its numbers were not in the text read; these are the
+// us-east-1 numbers a public pattern catalog quotes "from the AWS price list of September 2026" (Provisioned and
+// On-demand Standard), matching the ones AWS samples and cost scripts in public repositories use.
 const KINESIS =
-  'https://aws.amazon.com/kinesis/data-streams/pricing/ (units; its numbers are price tokens): numbers as quoted by ' +
-  'AWS-sample READMEs and cost scripts in public repositories';
+  'https://aws.amazon.com/kinesis/data-streams/pricing/ (definitions of the units), numbers as quoted from the AWS ' +
+  'price list of September 2026 by a public pattern catalog (not confirmed on the official page)';
 const DYNAMODB = 'https://airbyte.com/data-engineering-resources/dynamodb-pricing (after the Nov 2024 on-demand price cut, https://aws.amazon.com/blogs/aws/amazon-dynamodb-on-demand-no-capacity-planning-and-pay-per-request-pricing, updated 2025-01-31)';
 const S3 = 'https://c3x.dev/blog/s3-request-fees-explained (quoting https://aws.amazon.com/s3/pricing/)';
 const SFN = 'https://www.wring.co/blog/aws-step-functions-pricing-guide and https://aws.amazon.com/blogs/compute/building-cost-effective-aws-step-functions-workflows/';
@@ -64,11 +67,11 @@ const READ = '2026-12-02';
 export const US_EAST_1_PRICES: AwsPrices = {
   fargateVcpuHour: { usd: 0.04048, unit: 'vCPU-hour (Linux/x86)', source: FARGATE, dated: '2026-06-17' },
   fargateGbHour: { usd: 0.004445, unit: 'GB-hour (Linux/x86)', source: FARGATE, dated: '2026-06-17' },
-  kinesisShardHour: { usd: 0.015, unit: 'shard-hour (provisioned)', source: KINESIS, dated: READ },
-  kinesisPutPayloadUnit: { usd: 0.014 / 1e6, unit: 'PUT payload unit (25 KB of a record, provisioned)', source: KINESIS, dated: READ },
-  kinesisOnDemandStreamHour: { usd: 0.04, unit: 'stream-hour (on-demand)', source: KINESIS, dated: READ },
-  kinesisOnDemandGbIn: { usd: 0.08, unit: 'GB written (on-demand; each record rounded up to 1 KB)', source: KINESIS, dated: READ },
-  kinesisOnDemandGbOut: { usd: 0.04, unit: 'GB read (on-demand)', source: KINESIS, dated: READ },
+  kinesisShardHour: { usd: 0.015, unit: 'shard-hour (provisioned)', source: KINESIS, dated: '2026-09' },
+  kinesisPutPayloadUnit: { usd: 0.014 / 1e6, unit: 'PUT payload unit (25 KB of a record, provisioned)', source: KINESIS, dated: '2026-09' },
+  kinesisOnDemandStreamHour: { usd: 0.04, unit: 'stream-hour (on-demand)', source: KINESIS, dated: '2026-09' },
+  kinesisOnDemandGbIn: { usd: 0.08, unit: 'GB written (on-demand; each record rounded up to 1 KB)', source: KINESIS, dated: '2026-09' },
+  kinesisOnDemandGbOut: { usd: 0.04, unit: 'GB read (on-demand)', source: KINESIS, dated: '2026-09' },
   dynamodbWriteRequestUnit: { usd: 0.625 / 1e6, unit: 'write request unit (on-demand)', source: DYNAMODB, dated: READ },
   dynamodbReadRequestUnit: { usd: 0.125 / 1e6, unit: 'read request unit (on-demand)', source: DYNAMODB, dated: READ },
   s3ClassARequest: { usd: 0.005 / 1000, unit: 'PUT/COPY/POST/LIST request (S3 Standard)', source: S3, dated: READ },

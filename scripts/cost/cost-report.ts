@@ -118,6 +118,7 @@ export function renderCostReport(input: CostReportInput): string {
       `record is billed as 1 KB written).`,
   );
 
+  const sources = [...new Set(Object.values(p).map((price) => price.source))];
   parts.push(
     table(
       ['price (us-east-1)', 'USD', 'per', 'dated', 'source'],
@@ -126,9 +127,10 @@ export function renderCostReport(input: CostReportInput): string {
         price.usd >= 0.001 ? String(Number(price.usd.toPrecision(6))) : `${Number((price.usd * 1e6).toPrecision(6))} per million`,
         price.unit,
         price.dated,
-        price.source,
+        `[${sources.indexOf(price.source) + 1}]`,
       ]),
     ),
   );
+  parts.push(sources.map((source, i) => `[${i + 1}] ${source}`).join('  \n'));
   return parts.join('\n\n') + '\n';
 }
