@@ -26,13 +26,20 @@ function readFigures(path: string): DevClusterFigures {
   }
   let doc: unknown;
   try {
-    // dev:cluster --json prints one document; a run saved with other output around it keeps the last JSON line.
-    const lines = text.trim().split('\n').filter((l) => l.trim().startsWith('{'));
-    doc = JSON.parse(lines.length > 1 ? (lines[lines.length - 1] ?? '') : text);
-  } catch (cause) {
-    throw new ConfigError(`${path}: not JSON (${(cause as Error).message}); save the output of \`npm run dev:cluster -- --json\``, {
-      cause,
-    });
+    doc = JSON.parse(text);
+  } catch {
+    // `npm run dev:cluster -- --json > f` also writes npm's banner lines: take the last line that is a JSON object.
+    const last = text.split('\n').filter((l) => l.trim().startsWith('{')).at(-1);
+    if (last !== undefined) {
+      try {
+        doc = JSON.parse(last);
+      } catch {
+        doc = undefined;
+      }
+    }
+  }
+  if (doc === undefined) {
+    throw new ConfigError(`${path}: no JSON document in it; save the output of \`npm run dev:cluster -- --json\``);
   }
   return parseDevClusterFigures(doc, path);
 }

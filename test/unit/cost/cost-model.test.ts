@@ -207,6 +207,10 @@ describe('the report', () => {
     writeFileSync(bad, JSON.stringify({ ...doc, perCheckpoint: { handlerCalls: 1 } }));
     const out = await run('npx', ['tsx', 'scripts/cost/aws-cost.ts', good]);
     expect(out.stdout).toContain('Quantities: aligned — cli test');
+    // What `npm run dev:cluster -- --json > file` saves: npm's banner, then the document on one line.
+    const saved = join(dir, 'saved.json');
+    writeFileSync(saved, `\n> sluice@0.1.0 dev:cluster\n> tsx scripts/cluster/dev-cluster.ts --json\n\n${JSON.stringify({ ...doc, method: 'saved run' })}\n`);
+    expect((await run('npx', ['tsx', 'scripts/cost/aws-cost.ts', saved])).stdout).toContain('Quantities: aligned — saved run');
     expect(out.stdout).toContain('| Managed Flink');
     const failed = await run('npx', ['tsx', 'scripts/cost/aws-cost.ts', bad]).then(
       () => undefined,
