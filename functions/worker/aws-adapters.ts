@@ -13,6 +13,9 @@ export interface WorkerAdapters {
 export interface WorkerAdapterRequest {
   readonly settings: WorkerSettings;
   readonly workerId: string;
+  /** A lease round or renewal failed (missing permission, malformed item, throttling): it is tried again at the
+   * next round, but the worker's log must say so, else the worker silently holds no slots. @default ignored */
+  readonly onLeaseError?: (error: unknown) => void;
 }
 
 /**
@@ -28,6 +31,7 @@ export function createWorkerAwsAdapters(request: WorkerAdapterRequest): Promise<
     workerId,
     leaseDurationMs: settings.leaseDurationMs,
     ...(settings.maxSlots === undefined ? {} : { maxSlots: settings.maxSlots }),
+    ...(request.onLeaseError === undefined ? {} : { onError: request.onLeaseError }),
   });
   const leases: SlotLeaseKeeper = {
     get workerId() {

@@ -113,6 +113,35 @@ describe('functions/worker runWorker', () => {
     expect([...table.leases.values()].map((l) => l.owner)).toEqual([undefined, undefined]);
   });
 
+  it('logs a failed lease round as a warning event (not swallowed)', async () => {
+    const store = new FsObjectStore(tempDir('sluice-main-store-'));
+    const table = new InMemoryControlTable();
+    table.config = await deployedConfig(store.location);
+    const keeper = new InMemoryLeaseKeeper('w1', table);
+    const out: string[] = [];
+    let sigterm: () => void = () => {};
+    let leaseError: ((error: unknown) => void) | undefined;
+    const exit = runWorker(launch(store.location), {
+      stdout: (t) => void out.push(t),
+      stderr: () => {},
+      adapters: (_id, onLeaseError) => {
+        leaseError = onLeaseError;
+        return Promise.resolve({ control: table, acks: table, leases: keeper });
+      },
+      store,
+      tempRoot: tempDir('sluice-main-temp-'),
+      stopSignal: new Promise((resolve) => (sigterm = resolve)),
+    });
+    await until(() => keeper.listening, 'the worker to take leases');
+    const denied = Object.assign(new Error('User is not authorized to perform: dynamodb:Query'), { name: 'AccessDeniedException' });
+    leaseError?.(denied);
+    sigterm();
+    expect(await exit).toBe(ExitCode.ok);
+    const warnings = out.join('').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l) as Record<string, unknown>).filter((e) => e['event'] === 'warning');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!['message']).toBe('lease round failed (tried again at the next round): AccessDeniedException: User is not authorized to perform: dynamodb:Query');
+  });
+
   it('exits 2 naming init when the job was never deployed', async () => {
     const table = new InMemoryControlTable();
     const err: string[] = [];
