@@ -11,7 +11,7 @@ import type { WorkerLaunch } from '../../lib/cli/worker-command.ts';
 import { defaultWorkerId } from '../../lib/connectors/aws/cluster/lease-keeper-options.ts';
 import { buildPhysicalPlan } from '../../lib/graph/physical-plan.ts';
 import { ClusterWorker } from '../../lib/runtime/cluster/cluster-worker.ts';
-import { checkStoredConfig } from '../../lib/runtime/cluster/stored-config-check.ts';
+import { checkStoredConfig, leaseDurationFor } from '../../lib/runtime/cluster/stored-config-check.ts';
 import { workerEventLine, type WorkerEvent } from '../../lib/runtime/cluster/worker-events.ts';
 import { buildJob, loadJobModule } from '../../lib/runtime/load-job.ts';
 import type { KeyedServices } from '../../lib/runtime/operator-chain.ts';
@@ -57,6 +57,7 @@ export async function runWorker(launch: WorkerLaunch, io: WorkerIo): Promise<Exi
     if (config === undefined) {
       throw new ConfigError(`job ${settings.jobId} has no config item in control table ${settings.controlTable}: deploy it first with \`sluice aws init\` (--job-id)`);
     }
+    leaseDurationFor(config, settings); // a --lease-duration-ms other than the stored one: exit 2 (the adapters adopt the stored one)
     const job = await loadJobModule(launch.jobPath);
     // Every vertex runs at the deployed P: the plan is built the way `sluice aws init` built it.
     const env = await buildJob(job, launch.jobFlags, { parallelism: config.parallelism, maxParallelism: config.maxParallelism });

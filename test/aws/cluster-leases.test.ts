@@ -376,6 +376,17 @@ describe('DynamoDbLeaseKeeper on DynamoDB Local', () => {
       expect(adapters.leases.held()).toEqual([]);
     } finally {
       await adapters.leases.close();
+    }
+    // A job deployed with another lease duration: a worker given its own --lease-duration-ms is refused (exit 2).
+    const other = `adapters-${++jobs}`;
+    await dynamo.client.send(
+      new PutItemCommand({ TableName: TABLE, Item: marshall({ pk: jobPartition(other), sk: ControlKeys.config, parallelism: 3, fingerprint: 'f', leaseDurationMs: 30_000 }) }),
+    );
+    try {
+      await expect(createWorkerAwsAdapters({ settings: { ...settings, jobId: other, leaseDurationMsGiven: true }, workerId: 'w' })).rejects.toThrow(
+        /--lease-duration-ms is 10000 but the job was deployed with a lease duration of 30000 ms/,
+      );
+    } finally {
       process.env = saved; // the SDK reads region and credentials lazily, at the first call
     }
   });

@@ -91,12 +91,17 @@ const COMPARED: readonly [keyof ClusterConfigItem, string][] = [
   ['exchangeStream', 'exchange stream'],
   ['restoreFrom', 'restore from'],
   ['checkpointing', 'checkpointing settings'],
+  ['leaseDurationMs', 'lease duration (ms)'],
 ];
+
+/** Fields that configs written by older versions lack: compared only when the stored config has them. */
+const ADDED_LATER: ReadonlySet<keyof ClusterConfigItem> = new Set(['leaseDurationMs']);
 
 /** What a re-run of `init` would change in a stored config, one phrase per field; empty when it is the same deployment. */
 export function configDifferences(stored: ClusterConfigItem, wanted: ClusterConfigItem): string[] {
   const out: string[] = [];
   for (const [field, label] of COMPARED) {
+    if (ADDED_LATER.has(field) && stored[field] === undefined) continue;
     const a = canonicalJson(stored[field] ?? null);
     const b = canonicalJson(wanted[field] ?? null);
     if (a !== b) out.push(`${label}: stored ${short(a)}, now ${short(b)}`);
