@@ -44,7 +44,7 @@ export const AWS_INIT_FLAGS = {
   },
   fresh: {
     type: 'boolean',
-    description: "delete every item of the job's partition first (leases, acks, coordinator state, requests, config): the job starts over (from --restore if given)",
+    description: "delete every item of the job's partition first (acks, coordinator state, requests, config; leases are released and control reset, keeping epochs and the lease generation, which name the state folders): the job starts over (from --restore if given)",
   },
   restore: { type: 'string', description: 'the first run starts from this savepoint or checkpoint (a storage URI), e.g. the one "sluice aws stop" printed' },
   dryRun: { type: 'boolean', description: 'check the job and print its slot plan; touch no AWS service' },
