@@ -1,7 +1,7 @@
 import { CheckpointCoordinator, type CoordinatorStep } from '../../lib/checkpoint/coordinator.ts';
 import { compileCoordinatorOptions, type CompiledCoordinatorOptions } from '../../lib/checkpoint/coordinator-options.ts';
 import type { CoordinatorCommand } from '../../lib/checkpoint/coordinator-protocol.ts';
-import { checkpointDirName, metadataPath, parseSharedFilePath, SHARED_DIR_NAME } from '../../lib/checkpoint/naming.ts';
+import { checkpointDirName, metadataPath, parseCheckpointDirName, parseSharedFilePath, SHARED_DIR_NAME } from '../../lib/checkpoint/naming.ts';
 import type { CheckpointMetadata } from '../../lib/checkpoint/types.ts';
 import type { ClusterConfigItem, ControlItem, CoordinatorItem, SlotCommittablesRef } from '../../lib/cluster/control-items.ts';
 import { applyAcks, controlTriggerFor, requestItemOf, splitCommands } from '../../lib/cluster/coordinator-cycle.ts';
@@ -466,6 +466,35 @@ export class CoordinatorSession {
     await this.storage.sharedState.remove(paths);
     if (paths.length > 0) this.log({ event: 'shared-files-deleted', files: paths.length });
     return paths.length;
+  }
+
+  /**
+   * Deletes `chk-<n>/` folders of checkpoints that never completed and that nobody wrote to for twice the checkpoint
+   * timeout. `abort` discards a checkpoint's folder, but a slow slot may still upload its task files and
+   * committables for it afterwards, recreating the folder without metadata; nothing else ever removes those. The
+   * in-flight checkpoint and any with a commit record (complete, or corrupt: kept for the operator) are left alone,
+   * and the age is that of the newest object, so a folder still being written stays. Returns the ids removed.
+   */
+  async removeAbandonedCheckpoints(): Promise<number[]> {
+    const ids = (await this.storage.store.listFolders('')).flatMap((name) => {
+      const id = parseCheckpointDirName(name);
+      return id === undefined ? [] : [id];
+    });
+    if (ids.length === 0) return [];
+    const recorded = new Set((await this.storage.list()).map((c) => c.checkpointId));
+    const inFlight = this.require().state.inFlight?.checkpointId;
+    const minAgeMs = 2 * this.options.timeoutMs;
+    const removed: number[] = [];
+    for (const id of ids.sort((a, b) => a - b)) {
+      if (recorded.has(id) || id === inFlight) continue;
+      const objects = await this.storage.store.objects.listObjects(checkpointDirName(id));
+      const newest = Math.max(0, ...objects.map((o) => o.modifiedAt));
+      if (this.now() - newest < minAgeMs) continue;
+      await this.storage.discard(id);
+      removed.push(id);
+    }
+    if (removed.length > 0) this.log({ event: 'abandoned-checkpoints-deleted', checkpointIds: removed });
+    return removed;
   }
 
   /** Takes `request#` items still queued: each becomes a savepoint (or stop) of the pure coordinator, once. */
