@@ -33,6 +33,9 @@ function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/** How long an answered `request#` item stays for its requester to read. */
+export const ANSWERED_REQUEST_RETENTION_MS = 3_600_000;
+
 /**
  * One handler invocation's view of the coordinator: the `coordinator` item it read (and owns, or it is superseded)
  * and everything it needs to carry out the pure coordinator's commands. Every step is persisted (state, the commands
@@ -497,9 +500,18 @@ export class CoordinatorSession {
     return removed;
   }
 
-  /** Takes `request#` items still queued: each becomes a savepoint (or stop) of the pure coordinator, once. */
+  /**
+   * Takes `request#` items still queued: each becomes a savepoint (or stop) of the pure coordinator, once. Answered
+   * items older than ANSWERED_REQUEST_RETENTION_MS go: their requester (`sluice aws savepoint|stop`, which waits
+   * 10 minutes by default) has read the result, and otherwise every Trigger would query an ever longer list.
+   */
   async takeRequests(): Promise<void> {
     const requests = await this.table.requests();
+    const answeredBefore = this.now() - ANSWERED_REQUEST_RETENTION_MS;
+    const old = requests.filter((r) => (r.status === 'succeeded' || r.status === 'failed') && r.updatedAt < answeredBefore);
+    let deleted = 0;
+    for (const request of old) if (await this.table.deleteAnsweredRequest(request.id, answeredBefore)) deleted++;
+    if (deleted > 0) this.log({ event: 'answered-requests-deleted', requests: deleted });
     let coordinator = this.coordinator;
     const taken: Record<string, number> = { ...(this.require().requests ?? {}) };
     const commands: CoordinatorCommand[] = [];

@@ -249,6 +249,23 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     expect(job.events.find((e) => e['event'] === 'abandoned-checkpoints-deleted')).toMatchObject({ checkpointIds: [7] });
   });
 
+  it('Trigger deletes answered request items older than an hour; recent, running and queued ones stay', async () => {
+    const job = await newJob({ intervalMs: 3_600_000 });
+    await recover({ execution: 'A' });
+    const now = Date.now();
+    const put = (id: string, status: RequestItem['status'], updatedAt: number): Promise<void> =>
+      job.put(ControlKeys.request(id), { id, kind: 'savepoint', status, requestedAt: updatedAt - 1000, updatedAt } satisfies RequestItem);
+    await put('old-ok', 'succeeded', now - 7_200_000);
+    await put('old-failed', 'failed', now - 7_200_000);
+    await put('recent', 'succeeded', now - 60_000);
+    await put('stuck', 'running', now - 7_200_000);
+    await trigger({ execution: 'A' });
+    const ids = async (): Promise<string[]> =>
+      (await Promise.all(['old-ok', 'old-failed', 'recent', 'stuck'].map(async (id) => ((await job.item<RequestItem>(ControlKeys.request(id))) === undefined ? [] : [id])))).flat();
+    expect(await ids()).toEqual(['recent', 'stuck']);
+    expect(job.events.find((e) => e['event'] === 'answered-requests-deleted')).toMatchObject({ requests: 2 });
+  });
+
   it('a second execution supersedes the first', async () => {
     const job = await newJob();
     expect((await recover({ execution: 'A' })).status).toBe('running');
