@@ -8,6 +8,7 @@ import { listAllShards } from './list-shards.ts';
 import { alignedSubSplit, type AlignedKeyGroups } from './aligned-sub-split.ts';
 import { caughtUpShards, FETCH_WAIT_MS, idleLongEnough, retryAfter } from './reader-pacing.ts';
 import { readerFailure } from './reader-failure.ts';
+import { ShardParents } from './shard-parents.ts';
 import { decodeRecords, recordDeadLetter, type DecodedChunk } from './record-decoder.ts';
 import { newAlignedSplits, newChildSplits, type ShardListing } from './shard-discovery.ts';
 import type { ShardFetcher } from './shard-fetcher.ts';
@@ -54,9 +55,7 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
   private failure: unknown;
   /** Shard ids of the latest listing; undefined before the first. */
   private listed: Set<string> | undefined;
-  /** Adjacent parents of other subtasks known to be finished (registry answers, cached). */
-  private readonly finishedElsewhere = new Set<string>();
-  private readonly registryChecks = new Set<string>();
+  private readonly parents: ShardParents;
   private discovering = false;
   private nextDiscoveryAt = 0;
   private discoveryFailures = 0;
@@ -88,6 +87,14 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
       this.firstListing = !splits.some((s) => s.keyGroups !== undefined);
     }
     this.announcer = new FinishAnnouncer(settings.registry, ctx.checkpointing === true);
+    this.parents = new ShardParents({
+      shards: this.shards,
+      byShard: this.byShard,
+      aligned: this.aligned !== undefined,
+      registry: settings.registry,
+      listed: () => this.listed,
+      fail: (error, shardId) => this.fail(error, shardId, 'asking whether another reader finished', 'the finished-shard registry'),
+    });
     this.lastActivityAt = ctx.clock.now();
     const abort = () => this.controller.abort();
     if (ctx.signal.aborted) abort();
@@ -236,58 +243,9 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
     }
   }
 
-  /** Parents first: the rule that keeps per-key order across SplitShard and MergeShards. */
+  /** Parents first: the rule that keeps per-key order across SplitShard and MergeShards (ShardParents). */
   private isReady(shard: ShardState<T>): boolean {
-    if (shard.ready) return true;
-    if (this.aligned !== undefined) return this.alignedReady(shard);
-    const parent = shard.split.parentShardId;
-    if (parent !== undefined) {
-      // A first parent always has this shard's owner; absent from this reader, it has expired.
-      const p = this.shards.get(parent);
-      if (p !== undefined && !p.finished) return false;
-    }
-    const adjacent = shard.split.adjacentParentShardId;
-    if (adjacent !== undefined && !this.adjacentFinished(adjacent)) return false;
-    shard.ready = true;
-    return true;
-  }
-
-  /**
-   * Aligned: a child's records of this slot's key groups can only follow records of the same key groups in its
-   * parents, that is this slot's sub-splits of them. So the child waits for those alone, whoever else reads the
-   * parents: a parent this slot has no sub-split of holds none of its key groups (or has expired).
-   */
-  private alignedReady(shard: ShardState<T>): boolean {
-    for (const parent of [shard.split.parentShardId, shard.split.adjacentParentShardId]) {
-      if (parent === undefined) continue;
-      const parts = this.byShard.get(parent);
-      if (parts !== undefined && parts.some((p) => !p.finished)) return false;
-    }
-    shard.ready = true;
-    return true;
-  }
-
-  private adjacentFinished(shardId: string): boolean {
-    const local = this.shards.get(shardId);
-    if (local !== undefined) return local.finished;
-    if (this.finishedElsewhere.has(shardId)) return true;
-    if (this.listed !== undefined && !this.listed.has(shardId)) return true; // expired: nothing left to wait for
-    const answer = this.settings.registry.isFinished(shardId);
-    if (typeof answer === 'boolean') {
-      if (answer) this.finishedElsewhere.add(shardId);
-      return answer;
-    }
-    if (!this.registryChecks.has(shardId)) {
-      this.registryChecks.add(shardId);
-      answer.then(
-        (done) => {
-          if (done) this.finishedElsewhere.add(shardId);
-          this.registryChecks.delete(shardId);
-        },
-        (error: unknown) => this.fail(error, shardId, 'asking whether another reader finished', 'the finished-shard registry'),
-      );
-    }
-    return false;
+    return this.parents.isReady(shard);
   }
 
   private launchFetch(shard: ShardState<T>, now: number): void {
