@@ -1,7 +1,7 @@
 import { CheckpointCoordinator, type CoordinatorStep } from '../../lib/checkpoint/coordinator.ts';
 import { compileCoordinatorOptions, type CompiledCoordinatorOptions } from '../../lib/checkpoint/coordinator-options.ts';
 import type { CoordinatorCommand } from '../../lib/checkpoint/coordinator-protocol.ts';
-import { checkpointDirName, metadataPath, parseSharedFilePath, SHARED_DIR_NAME } from '../../lib/checkpoint/naming.ts';
+import { checkpointDirName, metadataPath, parseCheckpointDirName, parseSharedFilePath, SHARED_DIR_NAME } from '../../lib/checkpoint/naming.ts';
 import type { CheckpointMetadata } from '../../lib/checkpoint/types.ts';
 import type { ClusterConfigItem, ControlItem, CoordinatorItem, SlotCommittablesRef } from '../../lib/cluster/control-items.ts';
 import { applyAcks, controlTriggerFor, requestItemOf, splitCommands } from '../../lib/cluster/coordinator-cycle.ts';
@@ -32,6 +32,9 @@ const STAGED_METADATA_NAME = '_metadata.pending';
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
+
+/** How long an answered `request#` item stays for its requester to read. */
+export const ANSWERED_REQUEST_RETENTION_MS = 3_600_000;
 
 /**
  * One handler invocation's view of the coordinator: the `coordinator` item it read (and owns, or it is superseded)
@@ -473,9 +476,47 @@ export class CoordinatorSession {
     return paths.length;
   }
 
-  /** Takes `request#` items still queued: each becomes a savepoint (or stop) of the pure coordinator, once. */
+  /**
+   * Deletes `chk-<n>/` folders of checkpoints that never completed and that nobody wrote to for twice the checkpoint
+   * timeout. `abort` discards a checkpoint's folder, but a slow slot may still upload its task files and
+   * committables for it afterwards, recreating the folder without metadata; nothing else ever removes those. The
+   * in-flight checkpoint and any with a commit record (complete, or corrupt: kept for the operator) are left alone,
+   * and the age is that of the newest object, so a folder still being written stays. Returns the ids removed.
+   */
+  async removeAbandonedCheckpoints(): Promise<number[]> {
+    const ids = (await this.storage.store.listFolders('')).flatMap((name) => {
+      const id = parseCheckpointDirName(name);
+      return id === undefined ? [] : [id];
+    });
+    if (ids.length === 0) return [];
+    const recorded = new Set((await this.storage.list()).map((c) => c.checkpointId));
+    const inFlight = this.require().state.inFlight?.checkpointId;
+    const minAgeMs = 2 * this.options.timeoutMs;
+    const removed: number[] = [];
+    for (const id of ids.sort((a, b) => a - b)) {
+      if (recorded.has(id) || id === inFlight) continue;
+      const objects = await this.storage.store.objects.listObjects(checkpointDirName(id));
+      const newest = Math.max(0, ...objects.map((o) => o.modifiedAt));
+      if (this.now() - newest < minAgeMs) continue;
+      await this.storage.discard(id);
+      removed.push(id);
+    }
+    if (removed.length > 0) this.log({ event: 'abandoned-checkpoints-deleted', checkpointIds: removed });
+    return removed;
+  }
+
+  /**
+   * Takes `request#` items still queued: each becomes a savepoint (or stop) of the pure coordinator, once. Answered
+   * items older than ANSWERED_REQUEST_RETENTION_MS go: their requester (`sluice aws savepoint|stop`, which waits
+   * 10 minutes by default) has read the result, and otherwise every Trigger would query an ever longer list.
+   */
   async takeRequests(): Promise<void> {
     const requests = await this.table.requests();
+    const answeredBefore = this.now() - ANSWERED_REQUEST_RETENTION_MS;
+    const old = requests.filter((r) => (r.status === 'succeeded' || r.status === 'failed') && r.updatedAt < answeredBefore);
+    let deleted = 0;
+    for (const request of old) if (await this.table.deleteAnsweredRequest(request.id, answeredBefore)) deleted++;
+    if (deleted > 0) this.log({ event: 'answered-requests-deleted', requests: deleted });
     let coordinator = this.coordinator;
     const taken: Record<string, number> = { ...(this.require().requests ?? {}) };
     const commands: CoordinatorCommand[] = [];

@@ -11,7 +11,7 @@ import type { WorkerLaunch } from '../../lib/cli/worker-command.ts';
 import { defaultWorkerId } from '../../lib/connectors/aws/cluster/lease-keeper-options.ts';
 import { buildPhysicalPlan } from '../../lib/graph/physical-plan.ts';
 import { ClusterWorker } from '../../lib/runtime/cluster/cluster-worker.ts';
-import { checkStoredConfig } from '../../lib/runtime/cluster/stored-config-check.ts';
+import { checkStoredConfig, leaseDurationFor } from '../../lib/runtime/cluster/stored-config-check.ts';
 import { workerEventLine, type WorkerEvent } from '../../lib/runtime/cluster/worker-events.ts';
 import { buildJob, loadJobModule } from '../../lib/runtime/load-job.ts';
 import type { KeyedServices } from '../../lib/runtime/operator-chain.ts';
@@ -27,8 +27,9 @@ export interface WorkerIo {
   /** One JSON line per event. */
   stdout(text: string): void;
   stderr(text: string): void;
-  /** The control table's adapters. @default the DynamoDB ones (createWorkerAwsAdapters) */
-  adapters?(workerId: string): Promise<WorkerAdapters>;
+  /** The control table's adapters; onLeaseError reports a failed lease round as a `warning` event. @default the
+   * DynamoDB ones (createWorkerAwsAdapters) */
+  adapters?(workerId: string, onLeaseError: (error: unknown) => void): Promise<WorkerAdapters>;
   /** The checkpoint objects. @default openWorkerObjectStore(settings.checkpointDir) */
   store?: ObjectStore;
   /** Keyed state of a slot. @default RocksDB in the slot's epoch directories */
@@ -50,11 +51,13 @@ export async function runWorker(launch: WorkerLaunch, io: WorkerIo): Promise<Exi
   const emit = (event: WorkerEvent): void => io.stdout(`${workerEventLine(event)}\n`);
   let worker: ClusterWorker;
   try {
-    const adapters = await (io.adapters ?? ((id) => createWorkerAwsAdapters({ settings, workerId: id })))(workerId);
+    const onLeaseError = (error: unknown): void => emit({ event: 'warning', message: `lease round failed (tried again at the next round): ${describeError(error)}` });
+    const adapters = await (io.adapters ?? ((id, onError) => createWorkerAwsAdapters({ settings, workerId: id, onLeaseError: onError })))(workerId, onLeaseError);
     const config = await adapters.control.readConfig();
     if (config === undefined) {
       throw new ConfigError(`job ${settings.jobId} has no config item in control table ${settings.controlTable}: deploy it first with \`sluice aws init\` (--job-id)`);
     }
+    leaseDurationFor(config, settings); // a --lease-duration-ms other than the stored one: exit 2 (the adapters adopt the stored one)
     const job = await loadJobModule(launch.jobPath);
     // Every vertex runs at the deployed P: the plan is built the way `sluice aws init` built it.
     const env = await buildJob(job, launch.jobFlags, { parallelism: config.parallelism, maxParallelism: config.maxParallelism });
@@ -102,6 +105,12 @@ export async function runWorker(launch: WorkerLaunch, io: WorkerIo): Promise<Exi
 async function rocksDbSlotServices(dirs: SlotDirs): Promise<KeyedServices> {
   const { rocksDbServices } = await import('../../lib/state/rocksdb/index.ts');
   return rocksDbServices({ stateDir: dirs.stateDir, tempDir: dirs.tempDir });
+}
+
+function describeError(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  // SDK errors carry their AWS error code in `name` (AccessDeniedException, ResourceNotFoundException, ...).
+  return error.name !== 'Error' && !error.message.includes(error.name) ? `${error.name}: ${error.message}` : error.message;
 }
 
 function processStopSignal(): Promise<void> {

@@ -155,6 +155,7 @@ function deploymentOf(flags: Record<string, FlagValue>, createdAt: number): Clus
       tolerableFailures: flags['tolerableCheckpointFailures'] as number,
     },
     ...(restoreFrom === undefined ? {} : { restoreFrom }),
+    leaseDurationMs: flags['leaseDurationMs'] as number,
     createdAt,
   };
 }

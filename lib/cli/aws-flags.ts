@@ -35,9 +35,16 @@ export const AWS_INIT_FLAGS = {
   checkpointIntervalMs: { type: 'number', integer: true, min: 1, default: 5000, description: 'time between checkpoints' },
   checkpointTimeoutMs: { type: 'number', integer: true, min: 1, default: 600_000, description: 'a checkpoint not acknowledged by every slot this long is aborted' },
   tolerableCheckpointFailures: { type: 'number', integer: true, min: 0, default: 3, description: 'consecutive failed checkpoints tolerated' },
+  leaseDurationMs: {
+    type: 'number',
+    integer: true,
+    min: 300,
+    default: 10_000,
+    description: "a slot lease whose counter did not move for this long may be taken by another worker; stored for every worker of the job (a worker's own --lease-duration-ms must match it)",
+  },
   fresh: {
     type: 'boolean',
-    description: "delete every item of the job's partition first (leases, acks, coordinator state, requests, config): the job starts over (from --restore if given)",
+    description: "delete every item of the job's partition first (acks, coordinator state, requests, config; leases are released and control reset, keeping epochs and the lease generation, which name the state folders): the job starts over (from --restore if given)",
   },
   restore: { type: 'string', description: 'the first run starts from this savepoint or checkpoint (a storage URI), e.g. the one "sluice aws stop" printed' },
   dryRun: { type: 'boolean', description: 'check the job and print its slot plan; touch no AWS service' },

@@ -22,8 +22,10 @@ export interface WorkerSettings {
   readonly maxSlots: number | undefined;
   /** @default `<hostname>-<pid>` */
   readonly workerId: string | undefined;
-  /** @default 10000 */
+  /** @default the job's stored `config.leaseDurationMs`, else 10000 */
   readonly leaseDurationMs: number;
+  /** Set when --lease-duration-ms (or SLUICE_LEASE_DURATION_MS) was given: it must then match the stored duration. */
+  readonly leaseDurationMsGiven?: true;
   /** @default 500 */
   readonly controlPollMs: number;
 }
@@ -66,7 +68,7 @@ const WORKER_FLAGS: readonly WorkerFlag[] = [
   { flag: '--exchange-stream', key: 'exchangeStream', value: '<stream>', description: 'the internal Kinesis stream of exchange edges (when the job has any)' },
   { flag: '--max-slots', key: 'maxSlots', value: '<n>', description: 'run at most this many slots on this worker (default: balanced, ceil(P / workers))' },
   { flag: '--worker-id', key: 'workerId', value: '<id>', description: 'this worker in the lease table (default: <hostname>-<pid>)' },
-  { flag: '--lease-duration-ms', key: 'leaseDurationMs', value: '<ms>', description: `a lease whose counter did not move for this long may be taken (default ${WORKER_DEFAULTS.leaseDurationMs})` },
+  { flag: '--lease-duration-ms', key: 'leaseDurationMs', value: '<ms>', description: `a lease whose counter did not move for this long may be taken; must match the duration \`sluice aws init\` stored (default: the stored one, else ${WORKER_DEFAULTS.leaseDurationMs})` },
   { flag: '--control-poll-ms', key: 'controlPollMs', value: '<ms>', description: `how often the control item is read (default ${WORKER_DEFAULTS.controlPollMs})` },
 ];
 
@@ -141,6 +143,7 @@ export function parseWorkerSettings(raw: Record<string, RawFlagValue>): WorkerSe
     maxSlots,
     workerId: text('workerId'),
     leaseDurationMs: leaseDurationMs ?? WORKER_DEFAULTS.leaseDurationMs,
+    ...(leaseDurationMs === undefined ? {} : { leaseDurationMsGiven: true as const }),
     controlPollMs: controlPollMs ?? WORKER_DEFAULTS.controlPollMs,
   };
 }

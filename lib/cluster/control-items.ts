@@ -82,6 +82,12 @@ export interface ClusterConfigItem {
   readonly sinks: readonly ClusterSinkConfig[];
   /** Where the job starts from on its very first run (`--restore`), as a storage URI. */
   readonly restoreFrom?: string;
+  /**
+   * The lease duration every worker of the job uses (`init --lease-duration-ms`): with mixed durations a worker
+   * with a shorter one takes live slots of one with a longer one. Absent in configs written before it was stored:
+   * each worker then uses its own flag.
+   */
+  readonly leaseDurationMs?: number;
   readonly createdAt: number;
 }
 

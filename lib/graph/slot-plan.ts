@@ -192,6 +192,8 @@ export interface ClusterDeployment {
   readonly checkpointing: Readonly<Record<string, number>>;
   /** Storage URI the first run restores from. @default undefined */
   readonly restoreFrom?: string;
+  /** The workers' lease duration. @default undefined (each worker uses its own --lease-duration-ms) */
+  readonly leaseDurationMs?: number;
   /** Epoch ms. */
   readonly createdAt: number;
 }
@@ -210,6 +212,7 @@ export function clusterConfigItem(plan: SlotPlan, deployment: ClusterDeployment)
     sourceTasks: plan.sourceTasks,
     sinks: plan.sinks,
     ...(deployment.restoreFrom === undefined ? {} : { restoreFrom: deployment.restoreFrom }),
+    ...(deployment.leaseDurationMs === undefined ? {} : { leaseDurationMs: deployment.leaseDurationMs }),
     createdAt: deployment.createdAt,
   };
 }

@@ -164,6 +164,7 @@ export class LocalCluster {
       '--checkpoint-dir', this.checkpointDir,
       '--parallelism', String(this.options.parallelism),
       '--checkpoint-interval-ms', String(this.options.checkpointIntervalMs),
+      '--lease-duration-ms', String(this.options.leaseDurationMs),
       ...this.jobFlags(),
     ]);
     if (init.code !== 0) throw new LocalClusterError(`sluice aws init exited with ${init.code}: ${init.stderr}`);

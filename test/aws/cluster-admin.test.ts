@@ -122,6 +122,29 @@ describe('JobAdminTable on DynamoDB Local', () => {
     expect(await items('fresh-neighbour')).toHaveLength(5);
   });
 
+  it('--fresh keeps epochs and the lease generation monotonic (they name the state folders): owners and counters reset', async () => {
+    const table = admin('fresh-epochs');
+    await table.init(config());
+    // The previous deployment ran: slots taken and restarted (epochs 4, 9, 2), generation 15, a halt and commits recorded.
+    const put = (sk: string, item: object) => dynamo.client.send(new PutItemCommand({ TableName: TABLE, Item: marshall({ pk: jobPartition('fresh-epochs'), sk, ...item }) }));
+    await put(ControlKeys.control, { leaseGeneration: 15, sinkCommittedThrough: 6, halted: { savepointPath: 's3://b/sp' } });
+    for (const [slot, epoch] of [[0, 4], [1, 9], [2, 2]] as const) await put(ControlKeys.lease(slot), { slot, owner: 'w1', epoch, counter: 77 });
+    // Redeploy at P = 2 (slot 2 goes away), then at P = 4 (slots 2 and 3 come back or are new).
+    expect(await table.init(config({ fingerprint: 'f2', parallelism: 2 }), { fresh: true })).toBe('initialized');
+    let stored = await items('fresh-epochs');
+    expect(stored.find((i) => i['sk'] === ControlKeys.control)).toEqual({ pk: jobPartition('fresh-epochs'), sk: ControlKeys.control, leaseGeneration: 15, sinkCommittedThrough: 0 });
+    const leases = () => stored.filter((i) => String(i['sk']).startsWith(ControlKeys.leasePrefix)).map(({ slot, owner, epoch, counter }) => ({ slot, owner, epoch, counter }));
+    expect(leases()).toEqual([
+      { slot: 0, owner: undefined, epoch: 9, counter: 0 },
+      { slot: 1, owner: undefined, epoch: 9, counter: 0 },
+    ]);
+    expect(await table.init(config({ fingerprint: 'f3', parallelism: 4 }), { fresh: true })).toBe('initialized');
+    stored = await items('fresh-epochs');
+    expect(leases().map((l) => [l.slot, l.epoch])).toEqual([[0, 9], [1, 9], [2, 9], [3, 9]]);
+    expect(stored.find((i) => i['sk'] === ControlKeys.control)).toMatchObject({ leaseGeneration: 15 });
+    expect(stored.find((i) => i['sk'] === ControlKeys.config)).toMatchObject({ fingerprint: 'f3', parallelism: 4 });
+  });
+
   it('status reads config, control, the coordinator summary and the leases, and sees which counters move', async () => {
     const table = new JobAdminTable({ tableName: TABLE, jobId: 'status', client: dynamo.client });
     await table.init(config());

@@ -228,6 +228,44 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     expect(job.events.some((e) => e['event'] === 'shared-files-deleted')).toBe(true);
   });
 
+  it('Recover deletes folders of checkpoints that never completed once unwritten for twice the timeout; in-flight and recent ones stay', async () => {
+    const job = await newJob();
+    const storage = openS3CheckpointStorage(job.dir, { s3Client: s3.client as S3Client, dynamoDbClient: dynamo.client });
+    await recover({ execution: 'A' });
+    // A slow slot's late upload into the folder of checkpoint 7, aborted meanwhile (its folder discarded).
+    const late = `${checkpointDirName(7)}/task-0-1-e3.state`;
+    await storage.store.put(late, new TextEncoder().encode('late'));
+    await recover({ execution: 'A' });
+    expect(await storage.store.list(checkpointDirName(7))).toEqual([late]);
+    // The config's timeout is 20 s: an hour later nobody writes to it any more. The checkpoint in flight stays.
+    const item = await job.item<CoordinatorItem>(ControlKeys.coordinator);
+    const inFlight = { checkpointId: 9, savepoint: false, final: false, triggeredAt: Date.now(), phase: 'acknowledging', waitingFor: [{ vertex: 0, subtask: 0 }], acknowledged: [] };
+    await job.put(ControlKeys.coordinator, { ...item, state: { ...item?.state, inFlight, lastCheckpointId: 9 } });
+    await storage.store.put(`${checkpointDirName(9)}/task-0-0-e1.state`, new TextEncoder().encode('in flight'));
+    useSettings({ ...job.settings, now: () => Date.now() + 3_600_000 });
+    await recover({ execution: 'A' });
+    expect(await storage.store.list(checkpointDirName(7))).toEqual([]);
+    expect(await storage.store.list(checkpointDirName(9))).toHaveLength(1);
+    expect(job.events.find((e) => e['event'] === 'abandoned-checkpoints-deleted')).toMatchObject({ checkpointIds: [7] });
+  });
+
+  it('Trigger deletes answered request items older than an hour; recent, running and queued ones stay', async () => {
+    const job = await newJob({ intervalMs: 3_600_000 });
+    await recover({ execution: 'A' });
+    const now = Date.now();
+    const put = (id: string, status: RequestItem['status'], updatedAt: number): Promise<void> =>
+      job.put(ControlKeys.request(id), { id, kind: 'savepoint', status, requestedAt: updatedAt - 1000, updatedAt } satisfies RequestItem);
+    await put('old-ok', 'succeeded', now - 7_200_000);
+    await put('old-failed', 'failed', now - 7_200_000);
+    await put('recent', 'succeeded', now - 60_000);
+    await put('stuck', 'running', now - 7_200_000);
+    await trigger({ execution: 'A' });
+    const ids = async (): Promise<string[]> =>
+      (await Promise.all(['old-ok', 'old-failed', 'recent', 'stuck'].map(async (id) => ((await job.item<RequestItem>(ControlKeys.request(id))) === undefined ? [] : [id])))).flat();
+    expect(await ids()).toEqual(['recent', 'stuck']);
+    expect(job.events.find((e) => e['event'] === 'answered-requests-deleted')).toMatchObject({ requests: 2 });
+  });
+
   it('a second execution supersedes the first', async () => {
     const job = await newJob();
     expect((await recover({ execution: 'A' })).status).toBe('running');

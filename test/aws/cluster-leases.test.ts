@@ -9,6 +9,8 @@ import { WorkerControlTable } from '../../lib/connectors/aws/cluster/worker-cont
 import { ManualClock } from '../../lib/core/index.ts';
 import { startDynamoDbLocal, type DynamoDbLocal } from '../harness/aws/dynamodb-local.ts';
 import { ManualTimers } from '../harness/manual-timers.ts';
+import { createWorkerAwsAdapters } from '../../functions/worker/aws-adapters.ts';
+import { WORKER_DEFAULTS } from '../../lib/cli/worker-command.ts';
 
 const TABLE = 'sluice-control';
 const L = 3000;
@@ -335,5 +337,57 @@ describe('DynamoDbLeaseKeeper on DynamoDB Local', () => {
       new PutItemCommand({ TableName: TABLE, Item: marshall({ pk: jobPartition(jobId), sk: ControlKeys.lease(2), slot: 2, owner: 'x', epoch: 'one', counter: 1 }) }),
     );
     await expect(table.readLeases()).rejects.toMatchObject({ code: 'CLUSTER_CONTROL', retriable: false, message: expect.stringContaining('"epoch":"one"') });
+  });
+
+  it("the worker's DynamoDB adapters report a failing lease round through onLeaseError", async () => {
+    const jobId = `adapters-${++jobs}`;
+    await dynamo.client.send(
+      new PutItemCommand({ TableName: TABLE, Item: marshall({ pk: jobPartition(jobId), sk: ControlKeys.config, parallelism: 3, fingerprint: 'f' }) }),
+    );
+    await dynamo.client.send(
+      new PutItemCommand({ TableName: TABLE, Item: marshall({ pk: jobPartition(jobId), sk: ControlKeys.lease(1), slot: 1, owner: 'x', epoch: 'one', counter: 1 }) }),
+    );
+    // createWorkerAwsAdapters takes its endpoint and credentials from the environment, as in a Fargate task.
+    const saved = { ...process.env };
+    Object.assign(process.env, {
+      AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
+      AWS_REGION: dynamo.clientConfig.region,
+      AWS_ACCESS_KEY_ID: dynamo.clientConfig.credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: dynamo.clientConfig.credentials.secretAccessKey,
+    });
+    const errors: unknown[] = [];
+    const settings = {
+      jobId,
+      controlTable: TABLE,
+      checkpointDir: '/tmp/unused',
+      stateDir: '/tmp/unused',
+      exchangeStream: undefined,
+      maxSlots: undefined,
+      workerId: 'w',
+      leaseDurationMs: WORKER_DEFAULTS.leaseDurationMs,
+      controlPollMs: WORKER_DEFAULTS.controlPollMs,
+    };
+    const adapters = await createWorkerAwsAdapters({ settings, workerId: 'w', onLeaseError: (e) => void errors.push(e) });
+    adapters.leases.start(() => {});
+    try {
+      for (let i = 0; i < 600 && errors.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(String(errors[0])).toContain('"epoch":"one"');
+      expect(errors[0]).toMatchObject({ code: 'CLUSTER_CONTROL' });
+      expect(adapters.leases.held()).toEqual([]);
+    } finally {
+      await adapters.leases.close();
+    }
+    // A job deployed with another lease duration: a worker given its own --lease-duration-ms is refused (exit 2).
+    const other = `adapters-${++jobs}`;
+    await dynamo.client.send(
+      new PutItemCommand({ TableName: TABLE, Item: marshall({ pk: jobPartition(other), sk: ControlKeys.config, parallelism: 3, fingerprint: 'f', leaseDurationMs: 30_000 }) }),
+    );
+    try {
+      await expect(createWorkerAwsAdapters({ settings: { ...settings, jobId: other, leaseDurationMsGiven: true }, workerId: 'w' })).rejects.toThrow(
+        /--lease-duration-ms is 10000 but the job was deployed with a lease duration of 30000 ms/,
+      );
+    } finally {
+      process.env = saved; // the SDK reads region and credentials lazily, at the first call
+    }
   });
 });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { dynamoDbCommitterFromDescriptor } from '../../lib/connectors/aws/dynamodb/external-commit.ts';
 import {
   DynamoDBClient,
   GetItemCommand,
@@ -414,6 +415,31 @@ describe('dynamoDbSink, upsert', () => {
     await commit(sink, committables);
     expect(await items()).toEqual(written);
     expect(await markers()).toBe(0);
+  });
+
+  it('under the cluster coordinator a late commit of checkpoint N cannot overwrite N+1: superseded writes are skipped and counted', async () => {
+    const sink = rowSink();
+    const descriptor = sink.externalCommit!;
+    const n = await stage(sink, [{ id: 'a', name: 'a@5' }, { id: 'b', name: 'b@5' }, { id: 'c', name: 'c@5' }, { id: 'd' }], 5);
+    const n1 = await stage(sink, [{ id: 'a', name: 'a@6' }, { id: 'b', deleted: true }, { id: 'd', name: 'd@6' }], 6);
+    const coordinator = dynamoDbCommitterFromDescriptor(descriptor, clientWith());
+    await coordinator.commit(n1);
+    // The stale CommitSinks invocation of checkpoint 5 lands afterwards.
+    const late = dynamoDbCommitterFromDescriptor(descriptor, clientWith());
+    await late.commit(n);
+    const written = await items();
+    expect(written['a']).toEqual({ pk: 'a', name: 'a@6', sluiceCheckpoint: 6 });
+    expect(written['d']).toEqual({ pk: 'd', name: 'd@6', sluiceCheckpoint: 6 });
+    expect(written['c']).toEqual({ pk: 'c', name: 'c@5', sluiceCheckpoint: 5 });
+    // A delete takes the attribute with it: the late put of b comes back (docs: use transactional sinks to delete).
+    expect(written['b']).toEqual({ pk: 'b', name: 'b@5', sluiceCheckpoint: 5 });
+    expect(late.stats).toMatchObject({ committed: 1, superseded: 2, retries: 0 });
+    // A repeat of the newest commit rewrites its own values; committing in order works as before.
+    await coordinator.commit(n1);
+    expect((await items())['a']).toEqual({ pk: 'a', name: 'a@6', sluiceCheckpoint: 6 });
+    expect(coordinator.stats.superseded ?? 0).toBe(0);
+    const embedded = await commit(sink, n);
+    expect(embedded.stats.superseded).toBeUndefined();
   });
 
   it('refuses ADD, which is not idempotent', async () => {

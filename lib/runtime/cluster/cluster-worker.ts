@@ -1,4 +1,4 @@
-import { ConfigError, isErrorCode, systemClock, type Clock } from '../../core/index.ts';
+import { ConfigError, isErrorCode, SluiceError, systemClock, type Clock } from '../../core/index.ts';
 import type { ClusterConfigItem, ControlItem } from '../../cluster/control-items.ts';
 import type { AckWriter, ControlReader, HeldSlot, LeaseEvent, SlotLeaseKeeper } from '../../cluster/ports.ts';
 import type { CompiledJobOptions } from '../../contracts/job-options.ts';
@@ -257,12 +257,14 @@ export class ClusterWorker {
     const { slot, epoch } = entry.held;
     entry.ended = true;
     this.retire(entry);
-    const code = err instanceof Error && 'code' in err && isErrorCode((err as { code: unknown }).code) ? (err as { code: string }).code : undefined;
-    const fatal = isFatal(err);
+    const lasting = lastingCause(err);
+    const failure = lasting ?? err;
+    const code = failure instanceof Error && 'code' in failure && isErrorCode((failure as { code: unknown }).code) ? (failure as { code: string }).code : undefined;
+    const fatal = isFatal(err) || lasting !== undefined;
     const delay = Math.min(this.options.maxRestartDelayMs, this.options.restartDelayMs * 2 ** entry.failures);
     this.emit({ event: 'slot-failed', slot, epoch, error: message(err), ...(code === undefined ? {} : { code }), ...(fatal ? {} : { restartInMs: delay }) });
     if (fatal) {
-      this.fail(err);
+      this.fail(failure);
       return;
     }
     setTimeout(() => {
@@ -329,6 +331,17 @@ export class ClusterWorker {
 /** A job that cannot run in a cluster fails the same way at every restart: the worker fails instead of looping. */
 function isFatal(err: unknown): boolean {
   return err instanceof ConfigError;
+}
+
+/** Failures that a restart does not heal, found anywhere in the cause chain (a task wraps what its operator threw). */
+const LASTING_CODES: ReadonlySet<string> = new Set(['KEY_GROUP_MISMATCH']);
+
+/** The first error of the chain whose code says a restart would fail the same way (the source reads the record again). */
+function lastingCause(err: unknown): SluiceError | undefined {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 10; e = e.cause, depth++) {
+    if (e instanceof SluiceError && LASTING_CODES.has(e.code)) return e;
+  }
+  return undefined;
 }
 
 function message(err: unknown): string {

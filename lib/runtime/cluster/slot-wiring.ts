@@ -1,4 +1,5 @@
-import { ConfigError, SluiceError, type BarrierElement, type StreamElement } from '../../core/index.ts';
+import { ConfigError, checkKey, keyGroupRangeForSubtask, kinesisKeyGroupOf, type BarrierElement, type Key, type StreamElement } from '../../core/index.ts';
+import { checkAlignedBatch, KeyGroupMismatchError, shardOfSplitId, type AlignedSlotKeyGroups } from '../../cluster/aligned-key-groups.ts';
 import type { ClusterEdgeConfig, EdgeMode } from '../../cluster/control-items.ts';
 import type { PhysicalEdge, PhysicalPlan, Vertex } from '../../graph/physical-plan.ts';
 import type { ChannelFactory, ChannelSpec } from '../channels/channel-factory.ts';
@@ -21,30 +22,27 @@ export interface ExchangeChannels {
   trigger?(barrier: BarrierElement): void;
 }
 
-/** A record routed by an aligned keyBy to another slot: the source read a key outside the slot's key groups. */
-export class KeyGroupMismatchError extends SluiceError {
-  constructor(edge: string, slot: number, target: number) {
-    super(
-      'KEY_GROUP_MISMATCH',
-      `aligned edge ${edge}: slot ${slot} produced a record whose key group belongs to slot ${target}; an aligned keyBy ` +
-        `needs a source that reads only the slot's key groups (keyGroups: 'kinesis-hash' right behind a Kinesis source)`,
-      { retriable: false },
-    );
-  }
-}
-
-/** What an aligned edge's writer holds for the other slots: control elements pass (dropped), a record fails the slot. */
+/**
+ * What an aligned edge's writer holds for the other slots: control elements pass (dropped), a record fails the slot
+ * with KeyGroupMismatchError naming its key, shard and slot (checkAlignedBatch). Not retriable: the source reads the
+ * same record again after any restart, so the worker fails instead of restarting the slot forever.
+ */
 class MisroutedSender implements ChannelSender {
   readonly blocked = false;
 
   constructor(
-    private readonly edge: string,
-    private readonly slot: number,
-    private readonly target: number,
+    private readonly keySelector: (value: unknown) => Key,
+    private readonly slots: AlignedSlotKeyGroups,
+    private readonly operator: string,
   ) {}
 
   send(element: StreamElement<unknown>): void {
-    if (element.kind === 'batch' && element.batch.values.length > 0) throw new KeyGroupMismatchError(this.edge, this.slot, this.target);
+    if (element.kind !== 'batch' || element.batch.values.length === 0) return;
+    const shard = element.batch.split === undefined ? undefined : shardOfSplitId(element.batch.split);
+    checkAlignedBatch(element.batch.values, this.keySelector, shard, this.slots, this.operator);
+    // Only a key selector that answers differently for the same record gets here: the writer routed it away.
+    const key = checkKey(this.keySelector(element.batch.values[0]));
+    throw new KeyGroupMismatchError(key, kinesisKeyGroupOf(key, this.slots.maxParallelism), shard, this.slots, this.operator);
   }
 
   awaitCapacity(): Promise<void> {
@@ -112,7 +110,7 @@ export function wireSlotTask(
   for (const edge of vertex.outputs) {
     const config = modeOf(edge);
     const consumerP = plan.vertices[edge.toVertex]!.parallelism;
-    const senders = sendersOf(edge, config, slot, consumerP, channels, exchange);
+    const senders = sendersOf(edge, config, slot, consumerP, channels, exchange, { operator: vertex.name, maxParallelism: plan.maxParallelism });
     const writer = new RecordWriter(edge.partitioner, senders, plan.maxParallelism, { name: vertex.name, subtask: slot });
     let w = writers.get(edge.fromNode);
     if (w === undefined) {
@@ -139,16 +137,19 @@ function sendersOf(
   consumerP: number,
   channels: ChannelFactory,
   exchange: ExchangeChannels | undefined,
+  producer: { readonly operator: string; readonly maxParallelism: number },
 ): ChannelSender[] {
   const mode: EdgeMode = config.mode;
   switch (mode) {
     case 'local':
       if (edge.partitioner.kind !== 'forward') throw new ConfigError(`edge ${edge.id} is stored as local but is a ${edge.partitioner.kind} edge: run \`sluice aws init\` again`);
       return [channels.sender(channelSpec(edge, slot, slot))];
-    case 'aligned':
-      return Array.from({ length: consumerP }, (_, j) =>
-        j === slot ? channels.sender(channelSpec(edge, slot, slot)) : new MisroutedSender(config.id, slot, j),
-      );
+    case 'aligned': {
+      if (edge.partitioner.kind !== 'hash') throw new ConfigError(`edge ${edge.id} is stored as aligned but is a ${edge.partitioner.kind} edge: run \`sluice aws init\` again`);
+      const own: AlignedSlotKeyGroups = { slot, range: keyGroupRangeForSubtask(slot, consumerP, producer.maxParallelism), maxParallelism: producer.maxParallelism };
+      const misrouted = new MisroutedSender(edge.partitioner.keySelector, own, producer.operator);
+      return Array.from({ length: consumerP }, (_, j) => (j === slot ? channels.sender(channelSpec(edge, slot, slot)) : misrouted));
+    }
     case 'exchange': {
       const ex = needExchange(exchange, config);
       return Array.from({ length: consumerP }, (_, j) => ex.sender(config, slot, j));

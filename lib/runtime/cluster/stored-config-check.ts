@@ -30,3 +30,26 @@ export function checkStoredConfig(config: ClusterConfigItem, plan: PhysicalPlan,
     );
   }
 }
+
+/** A worker's --lease-duration-ms as parsed: the value, and whether it was given or is the default. */
+export interface LeaseDurationFlag {
+  readonly leaseDurationMs: number;
+  readonly leaseDurationMsGiven?: true;
+}
+
+/**
+ * The lease duration a worker runs with: the one `sluice aws init` stored for the job (every worker must count
+ * leases alike, or one with a shorter duration takes the live slots of one with a longer one; each take aborts the
+ * checkpoint in flight). A worker flag that differs is refused (ConfigError: exit 2); without the flag the stored
+ * value is adopted; a config written before the duration was stored leaves the worker's own value.
+ */
+export function leaseDurationFor(config: Pick<ClusterConfigItem, 'leaseDurationMs'>, flag: LeaseDurationFlag): number {
+  const stored = config.leaseDurationMs;
+  if (stored === undefined) return flag.leaseDurationMs;
+  if (flag.leaseDurationMsGiven === true && flag.leaseDurationMs !== stored) {
+    throw new ConfigError(
+      `--lease-duration-ms is ${flag.leaseDurationMs} but the job was deployed with a lease duration of ${stored} ms: every worker of a job must use the same one; drop the flag (the worker then uses the stored ${stored}) or deploy another with \`sluice aws init --fresh --lease-duration-ms N\``,
+    );
+  }
+  return stored;
+}

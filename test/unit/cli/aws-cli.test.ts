@@ -120,12 +120,22 @@ describe('sluice aws init', () => {
       checkpointDir: 's3://bucket/jobs/j',
       restoreFrom: 's3://bucket/sp/1',
       checkpointing: { intervalMs: 2000, timeoutMs: 600_000, tolerableFailures: 3 },
+      leaseDurationMs: 10_000,
       sinks: [],
       createdAt: 50_000,
     });
     expect(first?.config.tasks).toHaveLength(2);
     expect(first?.config.fingerprint).toMatch(/^[0-9a-f]{64}$/);
     expect(h.admin.closed).toBe(1);
+  });
+
+  it('stores --lease-duration-ms in the config for every worker; below 300 ms exits 2', async () => {
+    const h = harness();
+    expect(await runAwsCli([...INIT, '--lease-duration-ms', '30000'], h.deps)).toBe(ExitCode.ok);
+    expect(h.admin.inits[0]?.config.leaseDurationMs).toBe(30_000);
+    expect(await runAwsCli([...INIT, '--lease-duration-ms', '100'], h.deps)).toBe(ExitCode.usage);
+    expect(h.err()).toContain('--lease-duration-ms');
+    expect(h.admin.inits).toHaveLength(1);
   });
 
   it('a second init reports that nothing changed; --fresh is passed on', async () => {

@@ -51,6 +51,18 @@ describe('sluice worker', () => {
     });
   });
 
+  it('marks --lease-duration-ms as given only when it was (the stored duration is adopted otherwise)', async () => {
+    const h = harness();
+    expect(await runCli(['worker', 'job.ts', ...REQUIRED, '--lease-duration-ms', '30000'], h.deps)).toBe(ExitCode.ok);
+    expect(await runCli(['worker', 'job.ts', ...REQUIRED, '--lease-duration-ms', '10000'], h.deps)).toBe(ExitCode.ok);
+    expect(await runCli(['worker', 'job.ts', ...REQUIRED], h.deps)).toBe(ExitCode.ok);
+    expect(h.launches.map((l) => [l.settings.leaseDurationMs, l.settings.leaseDurationMsGiven])).toEqual([
+      [30_000, true],
+      [10_000, true],
+      [10_000, undefined],
+    ]);
+  });
+
   it('takes every flag from SLUICE_<FLAG> environment variables too', async () => {
     Object.assign(process.env, { SLUICE_JOB_ID: 'from-env', SLUICE_CONTROL_TABLE: 't', SLUICE_CHECKPOINT_DIR: 's3://b/p', SLUICE_STATE_DIR: '/s', SLUICE_MAX_SLOTS: '2' });
     const h = harness();

@@ -93,6 +93,25 @@ describe('ClusterWorker', () => {
     expect(table.ack(2, 0)!.epoch).toBe(first.epoch + 1);
   });
 
+  it('a record of another slot on an aligned edge fails the slot for good: KEY_GROUP_MISMATCH names key and slot, no restart', async () => {
+    const { feeds, keeper, worker, named } = setup();
+    const running = worker.run();
+    await until(() => keeper.listening, 'the worker to take leases');
+    const held = keeper.grant(0);
+    await until(() => named('slot-started').length === 1, 'the slot to start');
+    const key = keysOfSlot(1, 1)[0]!;
+    feeds.rows[0]!.push({ k: key, v: 1 });
+    await expect(running).rejects.toMatchObject({ code: 'KEY_GROUP_MISMATCH', retriable: false });
+    const failed = named('slot-failed');
+    expect(failed).toHaveLength(1);
+    expect(failed[0]).toMatchObject({ slot: 0, epoch: held.epoch, code: 'KEY_GROUP_MISMATCH' });
+    expect(failed[0]).not.toHaveProperty('restartInMs');
+    const error = failed[0]!.event === 'slot-failed' ? failed[0]!.error : '';
+    expect(error).toContain(`key ${JSON.stringify(key)}`);
+    expect(error).toContain("outside slot 0's key groups");
+    expect(named('slot-started')).toHaveLength(1);
+  });
+
   it('doubles the restart delay of a slot failing after every start, until it acks a checkpoint again', async () => {
     const { feeds, table, keeper, worker, named } = setup();
     void worker.run();

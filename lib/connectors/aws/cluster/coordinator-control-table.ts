@@ -296,6 +296,28 @@ export class CoordinatorControlTable {
     return this.query<RequestItem>(ControlKeys.requestPrefix);
   }
 
+  /**
+   * Deletes an answered (succeeded or failed) request item last updated before `answeredBefore`; true when it went.
+   * Conditioned on both, so a request still queued or running, or answered since, is never deleted.
+   */
+  async deleteAnsweredRequest(id: string, answeredBefore: number): Promise<boolean> {
+    try {
+      await this.client.send(
+        new DeleteItemCommand({
+          TableName: this.table,
+          Key: this.key(ControlKeys.request(id)),
+          ConditionExpression: '#status IN (:succeeded, :failed) AND #updatedAt < :before',
+          ExpressionAttributeNames: { '#status': 'status', '#updatedAt': 'updatedAt' },
+          ExpressionAttributeValues: { ':succeeded': { S: 'succeeded' }, ':failed': { S: 'failed' }, ':before': { N: String(answeredBefore) } },
+        }),
+      );
+      return true;
+    } catch (cause) {
+      if (awsErrorName(cause) === 'ConditionalCheckFailedException') return false;
+      throw new ClusterControlError(`could not delete the answered request item ${this.where(ControlKeys.request(id))}`, { cause });
+    }
+  }
+
   /** The items whose sort key begins with `prefix`, or with `through`: from `prefix` up to `through` included. */
   private async query<T>(prefix: string, through?: string): Promise<T[]> {
     const found: T[] = [];

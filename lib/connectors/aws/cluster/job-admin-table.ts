@@ -93,12 +93,17 @@ const COMPARED: readonly [keyof ClusterConfigItem, string][] = [
   ['exchangeStream', 'exchange stream'],
   ['restoreFrom', 'restore from'],
   ['checkpointing', 'checkpointing settings'],
+  ['leaseDurationMs', 'lease duration (ms)'],
 ];
+
+/** Fields that configs written by older versions lack: compared only when the stored config has them. */
+const ADDED_LATER: ReadonlySet<keyof ClusterConfigItem> = new Set(['leaseDurationMs']);
 
 /** What a re-run of `init` would change in a stored config, one phrase per field; empty when it is the same deployment. */
 export function configDifferences(stored: ClusterConfigItem, wanted: ClusterConfigItem): string[] {
   const out: string[] = [];
   for (const [field, label] of COMPARED) {
+    if (ADDED_LATER.has(field) && stored[field] === undefined) continue;
     const a = canonicalJson(stored[field] ?? null);
     const b = canonicalJson(wanted[field] ?? null);
     if (a !== b) out.push(`${label}: stored ${short(a)}, now ${short(b)}`);
@@ -153,7 +158,7 @@ export class JobAdminTable implements JobAdmin {
    */
   async init(config: ClusterConfigItem, options: InitOptions = {}): Promise<InitOutcome> {
     if (options.createTable ?? true) await this.ensureTable();
-    if (options.fresh === true) await this.clearPartition();
+    if (options.fresh === true) await this.startOver(config.parallelism);
     const stored = await this.get<ClusterConfigItem>(ControlKeys.config);
     if (stored !== undefined) this.refuseOther(stored, config);
     const control: ControlItem = { leaseGeneration: 0, sinkCommittedThrough: 0 };
@@ -373,9 +378,36 @@ export class JobAdminTable implements JobAdmin {
     return items;
   }
 
-  /** `--fresh`: deletes every item of the job's partition, in batches of 25, retrying what DynamoDB left unprocessed. */
-  private async clearPartition(): Promise<void> {
+  /**
+   * `--fresh`: the job starts over, but epochs and the lease generation never go back. Epochs name the slots' state
+   * folders (`<state-dir>/…/slot-<s>/e<epoch>`) and order fencing: were they reset to 0, the new deployment's
+   * `e<n>` folders would collide with the previous deployment's on the same --state-dir. So `control` is rewritten
+   * with the same leaseGeneration, every lease of the new P is rewritten released (no owner, counter 0) at the
+   * highest epoch any lease of the job had (the highest over all slots: a slot new in this P, or dropped when P
+   * shrinks and added back later, must not reuse an epoch of its old folders), and every other item is deleted (config first, so that nobody sees a
+   * half-cleared job as deployed). Rewriting before deleting keeps this safe to run again after a crash.
+   */
+  private async startOver(parallelism: number): Promise<void> {
+    const [control, leases] = await Promise.all([this.get<ControlItem>(ControlKeys.control), this.query<LeaseItem>(ControlKeys.leasePrefix)]);
+    await this.deleteItems([ControlKeys.config]);
+    const epoch = Math.max(0, ...leases.map((l) => l.epoch));
+    await this.put(ControlKeys.control, { leaseGeneration: control?.leaseGeneration ?? 0, sinkCommittedThrough: 0 } satisfies ControlItem);
+    const slots = Array.from({ length: parallelism }, (_, slot) => slot);
+    await forEachLimited(slots, PUT_CONCURRENCY, (slot) => this.put(ControlKeys.lease(slot), { slot, epoch, counter: 0 } satisfies LeaseItem));
+    const kept = new Set<string>([ControlKeys.control, ...slots.map((s) => ControlKeys.lease(s))]);
     const keys = await this.query<{ pk: string; sk: string }>(undefined, '#pk, #sk');
+    await this.deleteItems(keys.map((k) => k.sk).filter((sk) => !kept.has(sk)));
+  }
+
+  private async put(sk: string, item: object): Promise<void> {
+    await this.call(`write ${sk}`, () =>
+      this.client.send(new PutItemCommand({ TableName: this.options.tableName, Item: { ...marshall(item, MARSHALL), ...this.key(sk) } })),
+    );
+  }
+
+  /** Deletes these items of the job's partition, in batches of 25, retrying what DynamoDB left unprocessed. */
+  private async deleteItems(sortKeys: readonly string[]): Promise<void> {
+    const keys = sortKeys.map((sk) => ({ sk }));
     for (let i = 0; i < keys.length; i += DELETE_BATCH) {
       let pending: WriteRequest[] = keys.slice(i, i + DELETE_BATCH).map((k) => ({ DeleteRequest: { Key: this.key(k.sk) } }));
       for (let attempt = 0; pending.length > 0; attempt++) {

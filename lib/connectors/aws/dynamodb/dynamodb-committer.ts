@@ -10,7 +10,10 @@ import { commitUpsert } from './upsert-commit.ts';
 
 /** What committing needs of the sink's options. */
 export type DynamoDbCommitterConfig = Pick<CompiledDynamoDbSink<unknown>, 'mode' | 'marker' | 'retry' | 'commitConcurrency'> &
-  Partial<Pick<CompiledDynamoDbSink<unknown>, 'jobId' | 'fenced'>>;
+  Partial<Pick<CompiledDynamoDbSink<unknown>, 'jobId' | 'fenced'>> & {
+    /** Upsert mode: condition each write on this item attribute's checkpoint id (UpsertCommitConfig). @default undefined */
+    readonly upsertCheckpointAttribute?: string;
+  };
 
 interface Prepared {
   readonly marker: ResolvedMarkerConfig;
@@ -40,7 +43,8 @@ export class DynamoDbCommitter implements Committer<DynamoDbCommittable> {
 
   async commit(committables: readonly DynamoDbCommittable[]): Promise<void> {
     if (this.config.mode !== 'transactional') {
-      for (const committable of committables) await commitUpsert(this.client, committable, this.config, this.stats);
+      const upsert = { ...this.config, checkpointAttribute: this.config.upsertCheckpointAttribute };
+      for (const committable of committables) await commitUpsert(this.client, committable, upsert, this.stats);
       return;
     }
     this.prepared ??= this.prepare();

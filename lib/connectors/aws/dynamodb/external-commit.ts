@@ -36,13 +36,29 @@ function check(descriptor: { readonly [setting: string]: unknown }): DynamoDbExt
   return d as DynamoDbExternalCommit;
 }
 
+/** The item attribute in which cluster upsert commits record the checkpoint that last wrote an item. */
+export const UPSERT_CHECKPOINT_ATTRIBUTE = 'sluiceCheckpoint';
+
 /**
  * The DynamoDB committer rebuilt from its descriptor. Unfenced by a sink fence: in a cluster only the coordinator
  * commits, and its markers make a repeated commit (a retried handler, a superseded execution) change nothing.
+ * Upsert writes carry no markers, so each is conditioned on the item's `sluiceCheckpoint` attribute instead: a late
+ * commit of an older checkpoint cannot overwrite a newer one's values.
  */
 export function dynamoDbCommitterFromDescriptor(descriptor: { readonly [setting: string]: unknown }, client: DynamoDBClient): DynamoDbCommitter {
   const d = check(descriptor);
-  return new DynamoDbCommitter({ mode: d.mode, marker: d.marker, retry: d.retry, commitConcurrency: d.commitConcurrency, jobId: d.jobId, fenced: d.fenced }, client);
+  return new DynamoDbCommitter(
+    {
+      mode: d.mode,
+      marker: d.marker,
+      retry: d.retry,
+      commitConcurrency: d.commitConcurrency,
+      jobId: d.jobId,
+      fenced: d.fenced,
+      upsertCheckpointAttribute: UPSERT_CHECKPOINT_ATTRIBUTE,
+    },
+    client,
+  );
 }
 
 

@@ -19,6 +19,8 @@ export interface DynamoDbCommitStats {
   alreadyCommitted: number;
   /** Calls repeated after throttling, conflicts or transient errors. */
   retries: number;
+  /** Checkpoint-conditioned upsert writes skipped because the item already holds a newer checkpoint's value. */
+  superseded?: number;
 }
 
 export function newCommitStats(): DynamoDbCommitStats {

@@ -1,101 +1,21 @@
-import type { PollResult, SourceReader, SourceReaderContext } from '../../source.ts';
-import type { DeadLetter, DeadLetterWriter } from '../dead-letter.ts';
-import { backoffDelay, sleep, type RetryPolicy } from './backoff.ts';
-import { awsErrorName, errorMessage, failureHint, isThrottling, isTransient, KinesisSourceError } from './errors.ts';
+import type { PollResult, SourceReaderContext } from '../../source.ts';
+import type { DeadLetter } from '../dead-letter.ts';
+import { backoffDelay, sleep } from './backoff.ts';
+import { isThrottling, isTransient, KinesisSourceError } from './errors.ts';
 import { FinishAnnouncer } from './finish-announcer.ts';
-import type { FinishedShardRegistry } from './finished-shard-registry.ts';
-import type { KinesisApi } from './kinesis-api.ts';
+import type { KinesisReaderCounters, KinesisReaderSettings, KinesisSourceReader } from './kinesis-reader-types.ts';
 import { listAllShards } from './list-shards.ts';
-import {
-  alignedRecordFilter,
-  alignedSubSplit,
-  FOREIGN_HASH_KEY_REASON,
-  shardIdOf,
-  type AlignedKeyGroups,
-} from './aligned-sub-split.ts';
-import { decodeRecords, recordDeadLetter, type DecodedChunk, type KinesisDeserializer, type RecordSelection } from './record-decoder.ts';
-import type { ShardFetcher, ShardFetcherFactory } from './shard-fetcher.ts';
-import { shardSplit, splitsFromListing, type KinesisShardSplit, type ShardPosition } from './shard-split.ts';
+import { alignedSubSplit, type AlignedKeyGroups } from './aligned-sub-split.ts';
+import { caughtUpShards, FETCH_WAIT_MS, idleLongEnough, retryAfter } from './reader-pacing.ts';
+import { readerFailure } from './reader-failure.ts';
+import { ShardParents } from './shard-parents.ts';
+import { decodeRecords, recordDeadLetter, type DecodedChunk } from './record-decoder.ts';
+import { newAlignedSplits, newChildSplits, type ShardListing } from './shard-discovery.ts';
+import type { ShardFetcher } from './shard-fetcher.ts';
+import type { KinesisShardSplit, ShardPosition } from './shard-split.ts';
+import { newShardState, shardCaughtUp, type ShardState } from './shard-state.ts';
 
-/** What one reader needs besides its splits; built by `kinesisSource`. */
-export interface KinesisReaderSettings<T> {
-  readonly stream: string;
-  readonly api: KinesisApi;
-  readonly fetchers: ShardFetcherFactory;
-  readonly deserialize: KinesisDeserializer<T>;
-  readonly deadLetters: DeadLetterWriter | undefined;
-  readonly registry: FinishedShardRegistry;
-  readonly retry: RetryPolicy;
-  /** 0: only at start and when a shard of this reader ends. */
-  readonly discoveryIntervalMs: number;
-  readonly stopWhenIdleMs: number | undefined;
-  /** Where shards start that an aligned reader finds in its first listing (the source's startPosition). */
-  readonly start: ShardPosition;
-  /** Called once when the reader closes (client, dead-letter writer, registry). */
-  readonly release: () => Promise<void>;
-  readonly log: (line: string) => void;
-}
-
-/** Counters of one reader. */
-export interface KinesisReaderCounters {
-  /** Records returned to the job. */
-  recordsRead: number;
-  /** Records the deserializer rejected. */
-  deadLetters: number;
-  /** Calls retried after throttling (ProvisionedThroughputExceeded, LimitExceeded). */
-  throttled: number;
-  /** Calls retried after other transient errors. */
-  transientErrors: number;
-  /** Child shards found by listing the stream while running. */
-  shardsDiscovered: number;
-  /** Aligned reading: records of other slots' key groups, left out. */
-  recordsOfOtherSlots: number;
-}
-
-/** A Kinesis source reader, with its counters. */
-export interface KinesisSourceReader<T> extends SourceReader<T, KinesisShardSplit> {
-  readonly counters: Readonly<KinesisReaderCounters>;
-  notifyCheckpointComplete(checkpointId: number): Promise<void>;
-}
-
-/** While fetches are in flight and nothing is ready, `poll` waits this long for one before returning 'wait'. */
-const FETCH_WAIT_MS = 10;
-/** Longest 'wait' a poll returns, so that discovery, registry checks and idleness are looked at regularly. */
-const MAX_WAIT_MS = 100;
-
-interface ShardState<T> {
-  readonly split: KinesisShardSplit;
-  /** The shard read (a sub-split's shard; the split id otherwise). */
-  readonly shardId: string;
-  /** Aligned sub-splits: which fetched records are the slot's. */
-  readonly selection: RecordSelection | undefined;
-  /** After the last record returned to the job (or the start position before any). */
-  position: ShardPosition;
-  /** Every record returned to the job (the shard is closed). */
-  finished: boolean;
-  /** Both parents are read to their end (and, for a parent of another subtask, its end is checkpointed). */
-  ready: boolean;
-  fetcher: ShardFetcher | undefined;
-  fetching: boolean;
-  /** The fetcher reached the end of the closed shard. */
-  endFetched: boolean;
-  /**
-   * Since when every successful fetch found the shard caught up with nothing new (undefined: records or a
-   * behind-the-tip answer since, or no answer yet). Failed fetches neither start nor break it.
-   */
-  quietSince: number | undefined;
-  /** Fetched records not yet returned to the job, from `index` on. */
-  chunk: DecodedChunk<T> | undefined;
-  index: number;
-  /** performance.now() before which the next fetch may not start (rate limit, backoff). */
-  nextFetchAt: number;
-  /** Consecutive failed fetches that were not throttling (bounded by retry.maxAttempts). */
-  failures: number;
-  /** Consecutive failed fetches of any kind (backoff exponent). */
-  retries: number;
-  /** Records returned so far in this run: the batch offsets. */
-  ordinal: number;
-}
+export type { KinesisReaderCounters, KinesisReaderSettings, KinesisSourceReader } from './kinesis-reader-types.ts';
 
 /**
  * Reads the shards one subtask owns. Fetches run in the background, one per shard at a time, paced by the
@@ -135,9 +55,7 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
   private failure: unknown;
   /** Shard ids of the latest listing; undefined before the first. */
   private listed: Set<string> | undefined;
-  /** Adjacent parents of other subtasks known to be finished (registry answers, cached). */
-  private readonly finishedElsewhere = new Set<string>();
-  private readonly registryChecks = new Set<string>();
+  private readonly parents: ShardParents;
   private discovering = false;
   private nextDiscoveryAt = 0;
   private discoveryFailures = 0;
@@ -169,6 +87,14 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
       this.firstListing = !splits.some((s) => s.keyGroups !== undefined);
     }
     this.announcer = new FinishAnnouncer(settings.registry, ctx.checkpointing === true);
+    this.parents = new ShardParents({
+      shards: this.shards,
+      byShard: this.byShard,
+      aligned: this.aligned !== undefined,
+      registry: settings.registry,
+      listed: () => this.listed,
+      fail: (error, shardId) => this.fail(error, shardId, 'asking whether another reader finished', 'the finished-shard registry'),
+    });
     this.lastActivityAt = ctx.clock.now();
     const abort = () => this.controller.abort();
     if (ctx.signal.aborted) abort();
@@ -221,16 +147,9 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
     return this.order.map((s) => ({ ...s.split, position: s.position, finished: s.finished }));
   }
 
-  /**
-   * Only an empty answer at the tip (MillisBehindLatest 0) with nothing fetched since counts: a shard whose first
-   * fetch has not answered yet, that is behind, or whose last fetch failed (throttled, retried) may have records
-   * waiting, and must hold the watermark back rather than go idle.
-   */
+  /** See shardCaughtUp: only an empty answer at the tip with nothing fetched since counts. */
   caughtUp(splitId: string): boolean {
-    const shard = this.shards.get(splitId);
-    if (shard === undefined) return true; // expired from the stream after it finished
-    if (shard.finished) return true;
-    return shard.quietSince !== undefined && shard.retries === 0 && shard.chunk === undefined && !shard.endFetched && shard.ready;
+    return shardCaughtUp(this.shards.get(splitId)); // undefined: expired from the stream after it finished
   }
 
   notifyCheckpointComplete(checkpointId: number): Promise<void> {
@@ -247,28 +166,7 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
   }
 
   private add(split: KinesisShardSplit): ShardState<T> {
-    const aligned = this.aligned;
-    const state: ShardState<T> = {
-      split,
-      shardId: shardIdOf(split),
-      selection:
-        aligned === undefined || split.keyGroups === undefined
-          ? undefined
-          : { fate: alignedRecordFilter(split, aligned.maxParallelism), foreignReason: FOREIGN_HASH_KEY_REASON },
-      position: split.position,
-      finished: split.finished,
-      ready: split.finished,
-      fetcher: undefined,
-      fetching: false,
-      endFetched: split.finished,
-      quietSince: undefined,
-      chunk: undefined,
-      index: 0,
-      nextFetchAt: 0,
-      failures: 0,
-      retries: 0,
-      ordinal: 0,
-    };
+    const state = newShardState<T>(split, this.aligned);
     this.shards.set(split.id, state);
     const same = this.byShard.get(state.shardId);
     if (same === undefined) this.byShard.set(state.shardId, [state]);
@@ -345,58 +243,9 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
     }
   }
 
-  /** Parents first: the rule that keeps per-key order across SplitShard and MergeShards. */
+  /** Parents first: the rule that keeps per-key order across SplitShard and MergeShards (ShardParents). */
   private isReady(shard: ShardState<T>): boolean {
-    if (shard.ready) return true;
-    if (this.aligned !== undefined) return this.alignedReady(shard);
-    const parent = shard.split.parentShardId;
-    if (parent !== undefined) {
-      // A first parent always has this shard's owner; absent from this reader, it has expired.
-      const p = this.shards.get(parent);
-      if (p !== undefined && !p.finished) return false;
-    }
-    const adjacent = shard.split.adjacentParentShardId;
-    if (adjacent !== undefined && !this.adjacentFinished(adjacent)) return false;
-    shard.ready = true;
-    return true;
-  }
-
-  /**
-   * Aligned: a child's records of this slot's key groups can only follow records of the same key groups in its
-   * parents, that is this slot's sub-splits of them. So the child waits for those alone, whoever else reads the
-   * parents: a parent this slot has no sub-split of holds none of its key groups (or has expired).
-   */
-  private alignedReady(shard: ShardState<T>): boolean {
-    for (const parent of [shard.split.parentShardId, shard.split.adjacentParentShardId]) {
-      if (parent === undefined) continue;
-      const parts = this.byShard.get(parent);
-      if (parts !== undefined && parts.some((p) => !p.finished)) return false;
-    }
-    shard.ready = true;
-    return true;
-  }
-
-  private adjacentFinished(shardId: string): boolean {
-    const local = this.shards.get(shardId);
-    if (local !== undefined) return local.finished;
-    if (this.finishedElsewhere.has(shardId)) return true;
-    if (this.listed !== undefined && !this.listed.has(shardId)) return true; // expired: nothing left to wait for
-    const answer = this.settings.registry.isFinished(shardId);
-    if (typeof answer === 'boolean') {
-      if (answer) this.finishedElsewhere.add(shardId);
-      return answer;
-    }
-    if (!this.registryChecks.has(shardId)) {
-      this.registryChecks.add(shardId);
-      answer.then(
-        (done) => {
-          if (done) this.finishedElsewhere.add(shardId);
-          this.registryChecks.delete(shardId);
-        },
-        (error: unknown) => this.fail(error, shardId, 'asking whether another reader finished', 'the finished-shard registry'),
-      );
-    }
-    return false;
+    return this.parents.isReady(shard);
   }
 
   private launchFetch(shard: ShardState<T>, now: number): void {
@@ -469,16 +318,7 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
   /** Records the reader's failure; the next poll throws it (the job fails and restarts from its checkpoint). */
   private fail(error: unknown, shardId: string | undefined, doing: string, through = 'Kinesis', retriable = isTransient(error)): void {
     if (this.failure !== undefined || this.closed) return;
-    const where = shardId === undefined ? `stream "${this.settings.stream}"` : `shard ${shardId} of stream "${this.settings.stream}"`;
-    const name = awsErrorName(error);
-    this.failure =
-      error instanceof KinesisSourceError
-        ? error
-        : new KinesisSourceError(
-            `kinesis source: ${doing} ${where} failed${name === undefined ? '' : ` with ${name}`}: ${errorMessage(error)} (${failureHint(name, through, retriable)})`,
-            shardId,
-            { cause: error, retriable },
-          );
+    this.failure = readerFailure(error, this.settings.stream, shardId, doing, through, retriable);
   }
 
   private maybeDiscover(now: number): void {
@@ -535,13 +375,9 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
   }
 
   /** Children of this reader's shards (a child has its first parent's owner). */
-  private discoverChildren(listing: Awaited<ReturnType<typeof listAllShards>>): void {
-    for (const shard of listing) {
-      const id = shard.ShardId;
-      if (id === undefined || this.shards.has(id) || shard.ParentShardId === undefined) continue;
-      const parent = this.shards.get(shard.ParentShardId);
-      if (parent === undefined) continue;
-      this.add(shardSplit(shard, parent.split.rootShardId, { type: 'TRIM_HORIZON' }));
+  private discoverChildren(listing: ShardListing): void {
+    for (const split of newChildSplits(listing, this.shards)) {
+      this.add(split);
       this.counters.shardsDiscovered++;
       this.lastActivityAt = this.ctx.clock.now();
     }
@@ -551,12 +387,9 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
    * Aligned: every shard that overlaps the slot's key groups and has no sub-split yet. In the first listing they
    * start at the start position; later ones are new (children of a reshard) and start at their beginning.
    */
-  private discoverAligned(listing: Awaited<ReturnType<typeof listAllShards>>, aligned: AlignedKeyGroups): void {
+  private discoverAligned(listing: ShardListing, aligned: AlignedKeyGroups): void {
     const start: ShardPosition = this.firstListing ? this.settings.start : { type: 'TRIM_HORIZON' };
-    for (const split of splitsFromListing(listing, start)) {
-      if (this.byShard.has(split.id)) continue;
-      const sub = alignedSubSplit(split, aligned);
-      if (sub === undefined) continue;
+    for (const sub of newAlignedSplits(listing, new Set(this.byShard.keys()), aligned, start)) {
       this.add(sub);
       if (!this.firstListing) this.counters.shardsDiscovered++;
       this.lastActivityAt = this.ctx.clock.now();
@@ -564,43 +397,16 @@ export class KinesisShardReader<T> implements KinesisSourceReader<T> {
     this.firstListing = false;
   }
 
-  /**
-   * `stopWhenIdleMs`: nothing was read or discovered for that long, and every readable shard has been found
-   * caught up, with nothing new, for that long. Start-up (consumer registration), throttled stretches without a
-   * single answer, and pauses between fan-out subscriptions are not idle time. Shards waiting for a parent of
-   * another subtask do not keep the reader going.
-   */
+  /** `stopWhenIdleMs` reached (reader-pacing.ts idleLongEnough). */
   private idleLongEnough(): boolean {
-    const idleMs = this.settings.stopWhenIdleMs;
-    if (idleMs === undefined || this.listed === undefined) return false;
-    const now = this.ctx.clock.now();
-    if (now - this.lastActivityAt < idleMs) return false;
-    for (const s of this.order) {
-      if (s.finished) continue;
-      if (s.chunk !== undefined || s.endFetched || this.paused.has(s.split.id)) return false;
-      if (s.ready && (s.quietSince === undefined || now - s.quietSince < idleMs)) return false;
-    }
-    return true;
+    return idleLongEnough({ order: this.order, paused: this.paused }, this.settings.stopWhenIdleMs, this.listed !== undefined, this.lastActivityAt, this.ctx.clock.now());
   }
 
-  /** Shards with nothing to read now: at the tip at their last fetch, or waiting for their parents. */
   private caughtUpShards(): string[] {
-    const ids: string[] = [];
-    for (const s of this.order) {
-      if (s.finished || s.chunk !== undefined) continue;
-      if (!s.ready || s.quietSince !== undefined) ids.push(s.split.id);
-    }
-    return ids;
+    return caughtUpShards(this.order);
   }
 
   private retryAfter(now: number): number {
-    let next = now + MAX_WAIT_MS;
-    for (const s of this.order) {
-      if (s.finished || s.endFetched || s.fetching || s.chunk !== undefined || !s.ready || this.paused.has(s.split.id)) continue;
-      next = Math.min(next, s.nextFetchAt);
-    }
-    if (!this.discovering) next = Math.min(next, this.nextDiscoveryAt);
-    if (this.inflight.size > 0) next = Math.min(next, now + FETCH_WAIT_MS);
-    return Math.max(1, Math.ceil(next - now));
+    return retryAfter({ order: this.order, paused: this.paused }, now, this.discovering ? undefined : this.nextDiscoveryAt, this.inflight.size > 0);
   }
 }

@@ -29,4 +29,9 @@ describe('configDifferences', () => {
     expect(configDifferences({ ...base, exchangeStream: 'x' }, base)).toEqual(['exchange stream: stored "x", now null']);
     expect(configDifferences(base, { ...base, checkpointing: { intervalMs: 1, timeoutMs: 3 } })).toHaveLength(1);
   });
+
+  it('compares the lease duration, except against a config stored before it was (its workers keep their flags)', () => {
+    expect(configDifferences({ ...base, leaseDurationMs: 10_000 }, { ...base, leaseDurationMs: 30_000 })).toEqual(['lease duration (ms): stored 10000, now 30000']);
+    expect(configDifferences(base, { ...base, leaseDurationMs: 10_000 })).toEqual([]);
+  });
 });
