@@ -1,4 +1,8 @@
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { runWorker } from '../../functions/worker/main.ts';
+import { ExitCode } from '../../lib/cli/exit-codes.ts';
+import { WORKER_DEFAULTS } from '../../lib/cli/worker-command.ts';
 import { StreamEnvironment } from '../../lib/index.ts';
 import type { AckItem } from '../../lib/cluster/control-items.ts';
 import { decodeSlotCommittables } from '../../lib/cluster/slot-committables.ts';
@@ -7,7 +11,7 @@ import { buildPhysicalPlan, type PhysicalPlan } from '../../lib/graph/physical-p
 import { memoryServices } from '../../lib/runtime/default-services.ts';
 import { SlotRunner } from '../../lib/runtime/cluster/slot-runner.ts';
 import { FsObjectStore } from '../../lib/storage/fs/fs-object-store.ts';
-import { InMemoryControlTable } from '../harness/cluster/in-memory-control.ts';
+import { InMemoryControlTable, InMemoryLeaseKeeper } from '../harness/cluster/in-memory-control.ts';
 import { useKinesisEmulator } from '../harness/aws/kinesis-test-setup.ts';
 import { clusterConfig, commitMetadata, coordinatorSink, feedSource, Feeds, MAX_P, P, tempDir, until, type Row } from '../unit/cluster/slot-fixtures.ts';
 
@@ -181,4 +185,50 @@ describe('two slots with a murmur keyBy through the Kinesis exchange (kinesalite
     expect(s.table.control.completed?.slotEpochs).toEqual([restarted.epoch, other.epoch]);
     expect(s.warnings.filter((w) => /exchange/i.test(w))).toEqual([]);
   }, 85_000);
+});
+
+describe('sluice worker --exchange-stream', () => {
+  it('exits 2 naming the stream, its shard count and P when the stream has another number of shards', async () => {
+    const stream = await kinesis.newStream('exchange-worker', 3);
+    const table = new InMemoryControlTable();
+    const dir = tempDir('sluice-xworker-');
+    const { plan } = exchangeJob(new Feeds());
+    const base = clusterConfig(plan, dir);
+    table.config = { ...base, exchangeStream: stream, edges: base.edges.map((e) => (e.mode === 'aligned' ? { ...e, mode: 'exchange' as const } : e)) };
+    const env = { ...process.env };
+    // The worker's Kinesis client comes from the default chain: the emulator through the environment.
+    const { endpoint, region, credentials } = kinesis.emu.clientConfig;
+    Object.assign(process.env, { AWS_ENDPOINT_URL_KINESIS: endpoint, AWS_REGION: region, AWS_ACCESS_KEY_ID: credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey });
+    const err: string[] = [];
+    try {
+      const code = await runWorker(
+        {
+          jobPath: fileURLToPath(new URL('../unit/cluster/fixture-job.ts', import.meta.url)),
+          jobFlags: {},
+          settings: {
+            jobId: 'job-1',
+            controlTable: 'control',
+            checkpointDir: dir,
+            stateDir: tempDir('sluice-xworker-state-'),
+            exchangeStream: stream,
+            maxSlots: undefined,
+            workerId: 'w1',
+            leaseDurationMs: WORKER_DEFAULTS.leaseDurationMs,
+            controlPollMs: 10,
+          },
+        },
+        {
+          stdout: () => {},
+          stderr: (t) => void err.push(t),
+          adapters: () => Promise.resolve({ control: table, acks: table, leases: new InMemoryLeaseKeeper('w1', table) }),
+          store: new FsObjectStore(dir),
+          stopSignal: new Promise(() => {}),
+        },
+      );
+      expect(code).toBe(ExitCode.usage);
+    } finally {
+      process.env = env;
+    }
+    expect(err.join('')).toContain(`exchange stream "${stream}" has 3 open shards, but the job runs ${P} slots`);
+  });
 });
