@@ -185,6 +185,37 @@ describe('two slots with a murmur keyBy through the Kinesis exchange (kinesalite
     expect(s.table.control.completed?.slotEpochs).toEqual([restarted.epoch, other.epoch]);
     expect(s.warnings.filter((w) => /exchange/i.test(w))).toEqual([]);
   }, 85_000);
+
+  it('slot 1 handed over, then slot 0 killed: still exactly once', async () => {
+    const s = await setup();
+    let zero = s.runner(0);
+    let one = s.runner(1);
+    await Promise.all([zero.start(), one.start()]);
+    const feed = async (n: number, what: string) => {
+      for (let slot = 0; slot < P; slot++) s.feeds.rows[slot]!.push(...rows(slot, s.feeds.rows[slot]!.length, n));
+      await until(() => s.feeds.read.every((k, slot) => k === s.feeds.rows[slot]!.length), what);
+    };
+    await feed(150, 'a');
+    await s.checkpoint([zero, one]);
+    await feed(150, 'b');
+    await s.checkpoint([zero, one]);
+    // Handoff of slot 1: stopped after a completed checkpoint, restarted at a new epoch.
+    await one.stop();
+    one = s.runner(1);
+    await one.start();
+    for (let i = 0; i < 4; i++) {
+      await feed(50, `c${i}`);
+      await s.checkpoint([zero, one]);
+    }
+    await feed(100, 'd');
+    zero.stopNow(new Error('killed'));
+    await zero.done;
+    zero = s.runner(0);
+    await zero.start();
+    await feed(100, 'e');
+    await checkpointUntilDone(s, [zero, one]);
+    expectExactlyOnce(s.committed, s.feeds);
+  }, 85_000);
 });
 
 describe('sluice worker --exchange-stream', () => {

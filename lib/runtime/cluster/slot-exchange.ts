@@ -136,7 +136,8 @@ export class SlotExchange implements ExchangeChannels {
     const outgoing = [...this.outgoing.values()].filter((e) => e.fromVertex === vertex);
     const receiver = vertex === this.receiverVertex ? this.receiverStates.get(checkpointId) : undefined;
     if (outgoing.length === 0 && receiver === undefined) return undefined;
-    this.receiverStates.delete(checkpointId);
+    // Only the receiving task's ack takes the receiver state (the producing task may ack first).
+    if (receiver !== undefined) this.receiverStates.delete(checkpointId);
     return Promise.all(outgoing.map((e) => e.snapshot(checkpointId))).then((senders) => ({
       ...(senders.length === 0 ? {} : { senders }),
       ...(receiver === undefined ? {} : { receiver }),
