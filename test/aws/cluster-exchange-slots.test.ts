@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runWorker } from '../../functions/worker/main.ts';
@@ -5,6 +6,7 @@ import { ExitCode } from '../../lib/cli/exit-codes.ts';
 import { WORKER_DEFAULTS } from '../../lib/cli/worker-command.ts';
 import { StreamEnvironment } from '../../lib/index.ts';
 import type { AckItem } from '../../lib/cluster/control-items.ts';
+import { checkpointDirName } from '../../lib/checkpoint/naming.ts';
 import { decodeSlotCommittables } from '../../lib/cluster/slot-committables.ts';
 import { KinesisExchangeTransport } from '../../lib/connectors/aws/cluster/exchange/index.ts';
 import { buildPhysicalPlan, type PhysicalPlan } from '../../lib/graph/physical-plan.ts';
@@ -87,7 +89,7 @@ async function setup() {
   };
   /** A checkpoint id the test triggers itself (one that never completes). */
   const skipId = (): number => nextId++;
-  return { feeds, table, runner, checkpoint, skipId, committed, warnings };
+  return { feeds, plan, env, store, transport, table, runner, checkpoint, skipId, committed, warnings };
 }
 
 async function rowsOf(store: FsObjectStore, acks: readonly AckItem[]): Promise<Row[]> {
@@ -146,6 +148,27 @@ describe('two slots with a murmur keyBy through the Kinesis exchange (kinesalite
     await checkpointUntilDone(s, slots);
     expectExactlyOnce(s.committed, s.feeds);
     expect(s.committed).toHaveLength(total(s.feeds));
+
+    // A new deployment started from one of these checkpoints (`sluice aws init --restore`) is refused: its exchange
+    // state belongs to this deployment's epochs and stream.
+    const fresh = new InMemoryControlTable();
+    fresh.config = { ...s.table.config!, restoreFrom: join(s.store.location, checkpointDirName(1)) };
+    const other = new SlotRunner({
+      plan: s.plan,
+      jobOptions: s.env.options,
+      config: fresh.config,
+      slot: 0,
+      epoch: fresh.take(0, 'w2').epoch,
+      owner: 'w2',
+      store: s.store,
+      acks: fresh,
+      services: memoryServices(),
+      control: fresh.control,
+      exchange: s.transport,
+      events: { acked: () => {}, fenced: () => {}, warn: () => {} },
+    });
+    running.push(other);
+    await expect(other.start()).rejects.toThrow(/exchange state.*not supported yet/);
   }, 80_000);
 
   it('a producer slot restarted at a new epoch from the last completed checkpoint still gives exactly once', async () => {

@@ -28,7 +28,7 @@ import { LeaseLostError, SlotFailedError } from './slot-errors.ts';
 import { SlotCheckpoints } from './slot-checkpoints.ts';
 import { loadSlotState, readCompletedMetadata, restoredSlotTask, type CompletedCheckpointRef } from './slot-restore.ts';
 import { checkSlotPlan, edgeModes, wireSlotTask } from './slot-wiring.ts';
-import { SlotExchange } from './slot-exchange.ts';
+import { restoredExchangeState, SlotExchange } from './slot-exchange.ts';
 
 /** How a slot got its state: the previous epoch's RocksDB database here, the checkpoint's files, or none. */
 export type RestoreKind = 'local' | 's3' | 'fresh';
@@ -86,6 +86,8 @@ export class SlotRunner {
   private hub: CheckpointHub | undefined;
   private checkpoints: SlotCheckpoints | undefined;
   private exchange: SlotExchange | undefined;
+  /** The exchange failed under the slot (kept for tasks created after it). */
+  private failure: unknown;
   /** `control.completed` without `slotEpochs` was warned about (the exchange cannot release records then). */
   private warnedEpochs = false;
   private readonly guard: StoppableTaskStateStore;
@@ -130,6 +132,13 @@ export class SlotRunner {
     if (completed === undefined && init.config.restoreFrom !== undefined) {
       // The job's first run (`sluice aws init --restore`): start from that savepoint or checkpoint, at the same P.
       restored = await restoreFromDeployment(init.config.restoreFrom, plan, slot, init.config.parallelism);
+      const exchangeState = restoredExchangeState(restored, slot);
+      if ((exchangeState.senders ?? []).length > 0 || exchangeState.receiver !== undefined) {
+        // Its sender epochs and receiver positions belong to the other deployment's exchange stream and leases.
+        throw new ConfigError(
+          `cannot start from ${init.config.restoreFrom}: it holds exchange state (records in flight between slots), and starting a job with exchange edges from another deployment's savepoint or checkpoint is not supported yet; deploy without --restore`,
+        );
+      }
     } else if (completed !== undefined) {
       try {
         const metadata = await readCompletedMetadata(init.store, completed);
@@ -244,6 +253,7 @@ export class SlotRunner {
       () => this.ended(undefined),
       (err: unknown) => this.ended(err),
     );
+    if (this.failure !== undefined) for (const t of this.tasks) t.cancel(this.failure);
     await Promise.race([running, run.then(() => this.done)]);
     if (opened < plan.vertices.length) await this.done;
     return { restore: restoreKind(restored, backends), ms: Math.round(performance.now() - started), checkpointId: restored?.checkpointId };
@@ -301,6 +311,8 @@ export class SlotRunner {
   /** The exchange failed under the slot: its tasks end with the error, the slot fails and restarts at a new epoch. */
   private fail(err: unknown): void {
     if (this.stopping !== undefined) return;
+    // Before the tasks exist (the receiver failed while the slot was starting), the first one fails at once.
+    this.failure ??= err;
     for (const t of this.tasks) t.cancel(err);
   }
 
