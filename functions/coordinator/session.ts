@@ -138,13 +138,13 @@ export class CoordinatorSession {
       ...(existing === undefined ? {} : { history: existing.state.history }),
       sourceTasks: this.config.sourceTasks,
     });
-    const { state: _s, outbox: _o, pendingCommit: _p, inFlightCommittables: _i, ...kept } = existing ?? {};
+    const { state: _s, outbox: _o, pendingCommit: _p, inFlightCommittables: _i, inFlightEpochs: _e, ...kept } = existing ?? {};
     await this.save({ ...kept, state: coordinator.state }, true);
     this.log({ event: 'coordinator-started', lastCheckpointId, retained: coordinator.retainedCheckpointIds });
   }
 
   /** Persists `step` (its commands as the outbox, a metadata write as `pendingCommit`), then carries it out. */
-  async follow(step: CoordinatorStep, changes: Partial<Pick<CoordinatorItem, 'requests' | 'inFlightCommittables'>> = {}): Promise<void> {
+  async follow(step: CoordinatorStep, changes: Partial<Pick<CoordinatorItem, 'requests' | 'inFlightCommittables' | 'inFlightEpochs'>> = {}): Promise<void> {
     const item = this.require();
     const { write, outbox } = splitCommands(step.commands);
     let pendingCommit = item.pendingCommit;
@@ -157,7 +157,17 @@ export class CoordinatorSession {
       const bytes = encodeMetadata(write.metadata);
       const staged = { path: `${checkpointDirName(write.metadata.checkpointId)}/${STAGED_METADATA_NAME}`, bytes: bytes.byteLength, sha256: await sha256Hex(bytes) };
       await this.storage.store.put(staged.path, bytes);
-      pendingCommit = { checkpointId: write.metadata.checkpointId, staged, leaseGeneration: trigger.leaseGeneration, ...(write.kind === 'writeSavepoint' ? { savepoint: true } : {}) };
+      const epochs = changes.inFlightEpochs ?? item.inFlightEpochs;
+      const slotEpochs = Array.from({ length: this.config.parallelism }, (_, s) =>
+        epochs?.checkpointId === write.metadata.checkpointId ? (epochs.bySlot[String(s)] ?? -1) : -1,
+      );
+      pendingCommit = {
+        checkpointId: write.metadata.checkpointId,
+        staged,
+        leaseGeneration: trigger.leaseGeneration,
+        slotEpochs,
+        ...(write.kind === 'writeSavepoint' ? { savepoint: true } : {}),
+      };
     }
     const unchanged =
       write === undefined && outbox.length === 0 && Object.keys(changes).length === 0 && JSON.stringify(step.coordinator.state) === JSON.stringify(item.state);
@@ -234,7 +244,7 @@ export class CoordinatorSession {
         // `control.completed` moves in the same transaction (not later from the outbox): a slot taken over after
         // the commit must restore this checkpoint, never the previous one.
         outcome = await this.commitPoint.commitConditioned(id, path, bytes, await sha256Hex(bytes), [
-          this.table.completeOnGeneration(pending.leaseGeneration, id, path),
+          this.table.completeOnGeneration(pending.leaseGeneration, id, path, pending.slotEpochs),
         ]);
         reason = `a slot was taken over while checkpoint ${id} was in flight (lease generation is no longer ${pending.leaseGeneration})`;
       }
@@ -243,7 +253,7 @@ export class CoordinatorSession {
       this.log({ event: 'metadata-commit-failed', checkpointId: id, error: message(error) });
       throw error;
     }
-    const { pendingCommit: _p, inFlightCommittables, ...rest } = item;
+    const { pendingCommit: _p, inFlightCommittables, inFlightEpochs: _e, ...rest } = item;
     const refs = Object.entries(inFlightCommittables?.checkpointId === id ? inFlightCommittables.bySlot : {})
       .sort(([a], [b]) => Number(a) - Number(b))
       .map(([, ref]) => ref);
@@ -399,12 +409,18 @@ export class CoordinatorSession {
     // Refs kept for an earlier checkpoint (aborted) do not count for this one.
     const kept = this.require().inFlightCommittables;
     const known = kept?.checkpointId === inFlight.checkpointId ? kept.bySlot : {};
-    const applied = applyAcks(coordinator, acks, now, known);
+    const keptEpochs = this.require().inFlightEpochs;
+    const knownEpochs = keptEpochs?.checkpointId === inFlight.checkpointId ? keptEpochs.bySlot : {};
+    const applied = applyAcks(coordinator, acks, now, known, knownEpochs);
     const ticked = applied.coordinator.tick(now);
-    const changes =
-      kept?.checkpointId === inFlight.checkpointId && JSON.stringify(applied.committables) === JSON.stringify(known)
+    const changes = {
+      ...(kept?.checkpointId === inFlight.checkpointId && JSON.stringify(applied.committables) === JSON.stringify(known)
         ? {}
-        : { inFlightCommittables: { checkpointId: inFlight.checkpointId, bySlot: applied.committables } };
+        : { inFlightCommittables: { checkpointId: inFlight.checkpointId, bySlot: applied.committables } }),
+      ...(keptEpochs?.checkpointId === inFlight.checkpointId && JSON.stringify(applied.epochs) === JSON.stringify(knownEpochs)
+        ? {}
+        : { inFlightEpochs: { checkpointId: inFlight.checkpointId, bySlot: applied.epochs } }),
+    };
     await this.follow({ coordinator: ticked.coordinator, commands: [...applied.commands, ...ticked.commands] }, changes);
     return acks.length;
   }

@@ -1,4 +1,6 @@
 import type { AckWriter, ControlReader, SlotLeaseKeeper } from '../../lib/cluster/ports.ts';
+import type { ExchangeTransport } from '../../lib/cluster/exchange/index.ts';
+import { KinesisExchangeTransport } from '../../lib/connectors/aws/cluster/exchange/index.ts';
 import type { WorkerSettings } from '../../lib/cli/worker-command.ts';
 import { DynamoDbLeaseKeeper } from '../../lib/connectors/aws/cluster/dynamodb-lease-keeper.ts';
 import { WorkerControlTable } from '../../lib/connectors/aws/cluster/worker-control-table.ts';
@@ -62,4 +64,16 @@ export async function createWorkerAwsAdapters(request: WorkerAdapterRequest): Pr
     },
   };
   return { control: table, acks: table, leases };
+}
+
+/**
+ * The Kinesis exchange over the internal stream `stream`, checked at start: it must exist with exactly
+ * `parallelism` open shards (a ConfigError naming the stream, its shard count and P otherwise: the worker exits 2).
+ * The client takes its endpoint, region and credentials from the SDK's default chains (AWS_ENDPOINT_URL_KINESIS
+ * for emulators).
+ */
+export async function createWorkerExchange(stream: string, parallelism: number): Promise<ExchangeTransport> {
+  const transport = new KinesisExchangeTransport({ stream, parallelism });
+  await transport.check();
+  return transport;
 }

@@ -17,7 +17,9 @@ import { buildJob, loadJobModule } from '../../lib/runtime/load-job.ts';
 import type { KeyedServices } from '../../lib/runtime/operator-chain.ts';
 import type { SlotDirs } from '../../lib/runtime/cluster/slot-state-dirs.ts';
 import type { ObjectStore } from '../../lib/storage/object-store.ts';
-import { createWorkerAwsAdapters, type WorkerAdapters } from './aws-adapters.ts';
+import { createWorkerAwsAdapters, createWorkerExchange, type WorkerAdapters } from './aws-adapters.ts';
+import type { ExchangeTransport } from '../../lib/cluster/exchange/index.ts';
+import type { ClusterConfigItem } from '../../lib/cluster/control-items.ts';
 import { openWorkerObjectStore } from './object-store.ts';
 
 /** How long a SIGTERM may take: ECS sends SIGKILL after the task's stopTimeout (at most 120 s). */
@@ -32,6 +34,8 @@ export interface WorkerIo {
   adapters?(workerId: string, onLeaseError: (error: unknown) => void): Promise<WorkerAdapters>;
   /** The checkpoint objects. @default openWorkerObjectStore(settings.checkpointDir) */
   store?: ObjectStore;
+  /** The exchange over stream `stream` of P shards. @default the Kinesis one (createWorkerExchange), checked at start */
+  exchange?(stream: string, parallelism: number): Promise<ExchangeTransport>;
   /** Keyed state of a slot. @default RocksDB in the slot's epoch directories */
   services?(dirs: SlotDirs): KeyedServices | Promise<KeyedServices>;
   /** Local disk for temp files. @default <os tmpdir>/sluice-worker */
@@ -62,6 +66,8 @@ export async function runWorker(launch: WorkerLaunch, io: WorkerIo): Promise<Exi
     // Every vertex runs at the deployed P: the plan is built the way `sluice aws init` built it.
     const env = await buildJob(job, launch.jobFlags, { parallelism: config.parallelism, maxParallelism: config.maxParallelism });
     const plan = buildPhysicalPlan(env.graph, env.options);
+    const stream = exchangeStreamOf(settings.exchangeStream, config);
+    const exchange = stream === undefined ? undefined : await (io.exchange ?? createWorkerExchange)(stream, config.parallelism);
     worker = new ClusterWorker({
       jobId: settings.jobId,
       plan,
@@ -74,6 +80,7 @@ export async function runWorker(launch: WorkerLaunch, io: WorkerIo): Promise<Exi
       tempRoot: io.tempRoot ?? join(tmpdir(), 'sluice-worker'),
       services: io.services ?? rocksDbSlotServices,
       controlPollMs: settings.controlPollMs,
+      exchange,
       verifyConfig: (stored, p) => checkStoredConfig(stored, p, settings.checkpointDir),
       events: emit,
     });
@@ -99,6 +106,18 @@ export async function runWorker(launch: WorkerLaunch, io: WorkerIo): Promise<Exi
     },
   );
   return Promise.race([outcome, overdue]);
+}
+
+/**
+ * The exchange stream: --exchange-stream, else the one `sluice aws init` stored when the job has exchange edges.
+ * Another stream than the stored one is refused: slots would write where the other workers do not read.
+ */
+function exchangeStreamOf(flag: string | undefined, config: ClusterConfigItem): string | undefined {
+  const stored = config.edges.some((e) => e.mode === 'exchange') ? config.exchangeStream : undefined;
+  if (flag !== undefined && stored !== undefined && flag !== stored) {
+    throw new ConfigError(`--exchange-stream ${flag} is not the exchange stream the job was deployed with (${stored}): pass --exchange-stream ${stored}, or deploy again with \`sluice aws init --exchange-stream ${flag} --fresh\``);
+  }
+  return flag ?? stored;
 }
 
 /** RocksDB in the slot's epoch directory, temp files on local disk; loaded only here (the native binding). */

@@ -65,7 +65,7 @@ const WORKER_FLAGS: readonly WorkerFlag[] = [
     description: 'RocksDB state: a shared file system (EFS: any worker can recover a slot locally) or the task disk; temp files always go to the local temp folder',
     required: true,
   },
-  { flag: '--exchange-stream', key: 'exchangeStream', value: '<stream>', description: 'the internal Kinesis stream of exchange edges (when the job has any)' },
+  { flag: '--exchange-stream', key: 'exchangeStream', value: '<stream>', description: 'the internal Kinesis stream of exchange edges, exactly P shards (default: the one `sluice aws init` stored, when the job has exchange edges)' },
   { flag: '--max-slots', key: 'maxSlots', value: '<n>', description: 'run at most this many slots on this worker (default: balanced, ceil(P / workers))' },
   { flag: '--worker-id', key: 'workerId', value: '<id>', description: 'this worker in the lease table (default: <hostname>-<pid>)' },
   { flag: '--lease-duration-ms', key: 'leaseDurationMs', value: '<ms>', description: `a lease whose counter did not move for this long may be taken; must match the duration \`sluice aws init\` stored (default: the stored one, else ${WORKER_DEFAULTS.leaseDurationMs})` },

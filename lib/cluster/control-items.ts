@@ -224,6 +224,8 @@ export interface CoordinatorItem {
     readonly leaseGeneration: number;
     /** A savepoint: written to the savepoint area instead of committed as a checkpoint. Absent: a checkpoint. */
     readonly savepoint?: boolean;
+    /** The epoch of each slot's counted ack, by slot (-1: none), for `control.completed.slotEpochs`. Absent in older items. */
+    readonly slotEpochs?: readonly number[];
   };
   /**
    * Commands of the last step that are not carried out yet, persisted with the state they came from so that a
@@ -234,6 +236,11 @@ export interface CoordinatorItem {
   readonly requests?: Readonly<Record<string, number>>;
   /** Committables objects of the in-flight checkpoint, by slot, from the acks applied so far. Absent: none. */
   readonly inFlightCommittables?: { readonly checkpointId: number; readonly bySlot: Readonly<Record<string, SlotCommittablesRef>> };
+  /**
+   * The fencing epoch of each slot whose ack of the in-flight checkpoint was applied, by slot: it becomes
+   * `control.completed.slotEpochs` when the checkpoint completes. Absent: none applied yet.
+   */
+  readonly inFlightEpochs?: { readonly checkpointId: number; readonly bySlot: Readonly<Record<string, number>> };
   /**
    * As stored: the in-flight checkpoint's acknowledged handles are kept without their `sharedFiles` (the incremental
    * chains, most of the item's bytes at scale), which the ack items of that checkpoint still hold; reading the item

@@ -15,6 +15,8 @@ export interface AppliedAcks {
   readonly commands: readonly CoordinatorCommand[];
   /** Committables objects of the slots whose acks count, by slot (merged over the refs already known). */
   readonly committables: Readonly<Record<string, SlotCommittablesRef>>;
+  /** The fencing epoch of every slot whose ack counts, by slot (merged over the epochs already known). */
+  readonly epochs: Readonly<Record<string, number>>;
   /** Acks that were not accepted (late, duplicate, unexpected), for the log. */
   readonly ignored: number;
 }
@@ -29,10 +31,12 @@ export function applyAcks(
   acks: readonly AckItem[],
   now: number,
   known: Readonly<Record<string, SlotCommittablesRef>> = {},
+  knownEpochs: Readonly<Record<string, number>> = {},
 ): AppliedAcks {
   let current = coordinator;
   const commands: CoordinatorCommand[] = [];
   const committables: Record<string, SlotCommittablesRef> = { ...known };
+  const epochs: Record<string, number> = { ...knownEpochs };
   let ignored = 0;
   const take = (step: CoordinatorStep): void => {
     current = step.coordinator;
@@ -49,6 +53,7 @@ export function applyAcks(
       continue;
     }
     if (ack.committables !== undefined) committables[String(ack.slot)] = ack.committables;
+    epochs[String(ack.slot)] = ack.epoch;
     for (const task of ack.finishedTasks ?? []) {
       if (current.state.expectedTasks.some((t) => t.vertex === task.vertex && t.subtask === task.subtask)) take(current.taskFinished(task, now));
     }
@@ -59,7 +64,7 @@ export function applyAcks(
       take(step);
     }
   }
-  return { coordinator: current, commands, committables, ignored };
+  return { coordinator: current, commands, committables, epochs, ignored };
 }
 
 /** A task of the slot, to name the slot in a decline's reason. */

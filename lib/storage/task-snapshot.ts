@@ -20,5 +20,7 @@ export interface TaskSnapshot {
   /** Positions of the source splits the task owns, when the task runs a source. */
   readonly sourceSplits?: unknown[];
   readonly splitWatermarks?: unknown;
+  /** A cluster slot's exchange state (sender markers, receiver positions): SlotExchangeState in lib/runtime/cluster. */
+  readonly exchange?: unknown;
   readonly operators: OperatorSnapshot[];
 }

@@ -2,14 +2,16 @@
  * `npm run dev:cluster`: a cluster job end to end on this machine, no account needed (scripts/cluster/local-cluster.ts):
  * emulators, `sluice aws init`, the coordinator's state machines in this process, W `sluice worker` processes running
  * examples/cluster-account-totals.ts (aligned: keyBy(account, {keyGroups: 'kinesis-hash'}) behind the Kinesis
- * source, running totals, DynamoDB two-phase-commit sink committed by the coordinator). Feeds the records, optionally
- * kills a worker with SIGKILL, waits until the table equals a plain loop's totals, then stops the job
- * (`sluice aws stop`) and the workers (SIGTERM, exit 0 expected), and prints a summary.
+ * source, running totals, DynamoDB two-phase-commit sink committed by the coordinator), or with --exchange
+ * examples/cluster-merchant-totals.ts (totals per merchant from the stream partitioned by account: the keyBy goes
+ * through an internal exchange stream of P shards). Feeds the records, optionally kills a worker with SIGKILL, waits
+ * until the table equals a plain loop's totals, measures a record's latency from put to committed row with a few
+ * probe records, then stops the job (`sluice aws stop`) and the workers (SIGTERM, exit 0 expected), and prints a
+ * summary.
  *
- *   npm run dev:cluster [-- --workers 3 --parallelism 4 --shards 4 --records 20000 --kill-after-ms N --json --verbose]
+ *   npm run dev:cluster [-- --workers 3 --parallelism 4 --shards 4 --records 20000 --exchange --kill-after-ms N --json --verbose]
  *
- * Exit 0 when the table equals the reference and every surviving worker exited 0; 1 otherwise; 2 for bad usage
- * (`--exchange`: this job has no exchange edge, see the message).
+ * Exit 0 when the table equals the reference and every surviving worker exited 0; 1 otherwise; 2 for bad usage.
  */
 import { parseArgs } from 'node:util';
 import {
@@ -17,14 +19,16 @@ import {
   checkpointDurations,
   generateTransactions,
   percentile,
+  referenceMerchantTotals,
   referenceTotals,
+  withMerchants,
   tableDifferences,
   waitUntil,
 } from './local-cluster.ts';
 import { runInPrivateNetwork } from '../../test/harness/aws/private-network.ts';
 
 const USAGE =
-  'usage: npm run dev:cluster [-- --workers W --parallelism P --shards N --records R --lease-duration-ms MS --kill-after-ms MS --json --verbose]';
+  'usage: npm run dev:cluster [-- --workers W --parallelism P --shards N --records R --accounts A --exchange --merchants M --probes K --lease-duration-ms MS --kill-after-ms MS --json --verbose]';
 
 const { values } = parseArgs({
   options: {
@@ -33,6 +37,8 @@ const { values } = parseArgs({
     shards: { type: 'string', default: '2' },
     records: { type: 'string', default: '20000' },
     accounts: { type: 'string', default: '200' },
+    merchants: { type: 'string', default: '50' },
+    probes: { type: 'string', default: '5' },
     'lease-duration-ms': { type: 'string', default: '3000' },
     'kill-after-ms': { type: 'string' },
     'timeout-ms': { type: 'string', default: '300000' },
@@ -56,16 +62,12 @@ const parallelism = positiveInt('parallelism', values.parallelism);
 const shards = positiveInt('shards', values.shards);
 const records = positiveInt('records', values.records);
 const accounts = positiveInt('accounts', values.accounts);
+const merchants = positiveInt('merchants', values.merchants);
+const probes = positiveInt('probes', values.probes, 0);
+const exchange = values.exchange;
 const leaseDurationMs = positiveInt('lease-duration-ms', values['lease-duration-ms'], 300);
 const timeoutMs = positiveInt('timeout-ms', values['timeout-ms']);
 const killAfterMs = values['kill-after-ms'] === undefined ? undefined : positiveInt('kill-after-ms', values['kill-after-ms'], 0);
-if (values.exchange) {
-  console.error(
-    'dev:cluster: --exchange is not supported yet: the worker does not wire exchange edges (ExchangeChannels) to the ' +
-      'exchange stream, so `sluice worker` refuses a job with one. Run without --exchange (the aligned job).',
-  );
-  process.exit(2);
-}
 if (killAfterMs !== undefined && workers < 2) {
   console.error(`dev:cluster: --kill-after-ms needs --workers 2 or more (a survivor must take the slots)\n${USAGE}`);
   process.exit(2);
@@ -77,18 +79,20 @@ async function main(): Promise<number> {
   const say = (text: string): void => {
     if (!values.json) console.log(text);
   };
-  say(`starting kinesalite, s3rver and DynamoDB Local; sluice aws init (P=${parallelism}); the coordinator ...`);
+  say(`starting kinesalite, s3rver and DynamoDB Local; sluice aws init (P=${parallelism}${exchange ? ', exchange stream of P shards' : ''}); the coordinator ...`);
   const started = Date.now();
   const cluster = await LocalCluster.start({
     parallelism,
     shards,
     leaseDurationMs,
+    exchange,
     onEvent: values.verbose ? (source, event) => console.error(`${source} ${JSON.stringify(event)}`) : undefined,
   });
   let stopped = false;
   try {
-    const input = generateTransactions(records, accounts, 42);
-    const reference = referenceTotals(input);
+    const generated = generateTransactions(records, accounts, 42);
+    const input = exchange ? withMerchants(generated, merchants) : generated;
+    const reference = exchange ? referenceMerchantTotals(input) : referenceTotals(input);
     const half = Math.floor(input.length / 2);
     await cluster.feed(input.slice(0, half));
     say(`stream "transactions" (${shards} shards): ${half} records put; starting ${workers} workers`);
@@ -131,6 +135,18 @@ async function main(): Promise<number> {
       () => false,
     );
     const convergedMs = Date.now() - running;
+    // A record's latency from put to committed row, on the idle job: one probe record at a time, a key of its own.
+    const latencies: number[] = [];
+    for (let i = 0; equal && i < probes; i++) {
+      const key = `probe-${i}`;
+      const put = Date.now();
+      await cluster.feed([{ account: key, merchant: key, amountCents: 1, ts: put }]);
+      const arrived = await waitUntil(`probe ${i} in the table`, async () => (await cluster.table()).has(key), 60_000, 50).then(
+        () => true,
+        () => false,
+      );
+      if (arrived) latencies.push(Date.now() - put);
+    }
 
     const stop = await cluster.sluice(['aws', 'stop', '--job-id', cluster.jobId, '--control-table', 'sluice-control', '--timeout-ms', '120000']);
     const savepoint = stop.stdout.trim();
@@ -159,6 +175,9 @@ async function main(): Promise<number> {
       checkpointsCompleted: cluster.coordinatorEvents('checkpoint-completed').length,
       checkpointsAborted: cluster.coordinatorEvents('checkpoint-aborted').length,
       checkpointMs: { p50: percentile(durations, 50), p95: percentile(durations, 95), max: percentile(durations, 100) },
+      checkpointIntervalMs: cluster.options.checkpointIntervalMs,
+      exchange,
+      recordLatencyMs: { probes: latencies.length, p50: percentile(latencies, 50), max: percentile(latencies, 100) },
       failover: failover === undefined ? undefined : { worker: failover.worker, slots: failover.slots, ms: failover.ms },
       stop: { code: stop.code, savepoint: stop.code === 0 ? savepoint : stop.stderr.trim() },
       exits,
@@ -168,6 +187,9 @@ async function main(): Promise<number> {
       console.log(JSON.stringify(summary));
     } else {
       say(`\ncheckpoints completed: ${summary.checkpointsCompleted} (aborted ${summary.checkpointsAborted}); duration p50 ${summary.checkpointMs.p50} ms, p95 ${summary.checkpointMs.p95} ms`);
+      if (latencies.length > 0) {
+        say(`record latency, put -> committed row (${latencies.length} probes, checkpoint interval ${cluster.options.checkpointIntervalMs} ms${exchange ? ', one exchange hop' : ''}): p50 ${summary.recordLatencyMs.p50} ms, max ${summary.recordLatencyMs.max} ms`);
+      }
       if (failover !== undefined) say(`failover after SIGKILL of ${failover.worker}: ${failover.ms} ms (lease ${leaseDurationMs} ms)`);
       say(`sluice aws stop: exit ${stop.code}${stop.code === 0 ? `, savepoint ${savepoint}` : `: ${stop.stderr.trim()}`}`);
       say(`worker exits: ${Object.entries(exits).map(([id, e]) => `${id} ${e.code ?? e.signal}`).join(', ')}`);

@@ -20,6 +20,8 @@ import { BUCKET, COMMIT_TABLE, startExampleStack, type ExampleStack } from '../.
 import { createStream, putRecords } from '../../test/harness/aws/kinesis-emulator.ts';
 
 export const JOB_PATH = fileURLToPath(new URL('../../examples/cluster-account-totals.ts', import.meta.url));
+/** The exchange job: totals per merchant from a stream partitioned by account (its keyBy crosses slots). */
+export const EXCHANGE_JOB_PATH = fileURLToPath(new URL('../../examples/cluster-merchant-totals.ts', import.meta.url));
 const SLUICE = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
 
 export interface LocalClusterOptions {
@@ -35,6 +37,12 @@ export interface LocalClusterOptions {
   readonly controlPollMs?: number;
   /** How long the local state machines wait in Wait states (the ASL's own waits are seconds). @default 100 */
   readonly waitMs?: number;
+  /**
+   * Run the exchange job (examples/cluster-merchant-totals.ts) instead of the aligned one: an internal stream of P
+   * shards is created and passed as --exchange-stream to init and the workers; the table holds totals per merchant.
+   * @default false
+   */
+  readonly exchange?: boolean;
   /** Every worker event and coordinator log line, as it happens. */
   readonly onEvent?: (source: string, event: Record<string, unknown>) => void;
   /** Cycles executions a supervisor execution runs before it continues as new (its input `maxChildren`). @default the ASL's (300) */
@@ -67,6 +75,8 @@ export interface WorkerOptions {
 
 export interface Transaction {
   readonly account: string;
+  /** Only in the exchange job's input (withMerchants). */
+  readonly merchant?: string;
   readonly amountCents: number;
   readonly ts: number;
 }
@@ -94,6 +104,8 @@ export interface WorkerProcess {
 export const STREAM = 'transactions';
 export const TABLE = 'account-totals';
 export const CONTROL_TABLE = 'sluice-control';
+export const EXCHANGE_STREAM = 'sluice-exchange';
+export const MERCHANT_TABLE = 'merchant-totals';
 
 export class LocalCluster {
   /** Worker events and coordinator log lines, in the order this process saw them. */
@@ -127,6 +139,7 @@ export class LocalCluster {
       checkpointIntervalMs: options.checkpointIntervalMs ?? 1000,
       controlPollMs: options.controlPollMs ?? 100,
       waitMs: options.waitMs ?? 100,
+      exchange: options.exchange ?? false,
       onEvent: options.onEvent,
       maxChildren: options.maxChildren,
       cycleSeconds: options.cycleSeconds ?? 240,
@@ -147,18 +160,34 @@ export class LocalCluster {
   }
 
   private jobFlags(): string[] {
-    return ['--stream', STREAM, '--table', TABLE];
+    return ['--stream', STREAM, '--table', this.tableName, ...(this.options.exchange ? ['--exchange-stream', EXCHANGE_STREAM] : [])];
+  }
+
+  /** The job file the cluster runs. */
+  get jobPath(): string {
+    return this.options.exchange ? EXCHANGE_JOB_PATH : JOB_PATH;
+  }
+
+  /** The sink table, and the attribute its rows are keyed by. */
+  get tableName(): string {
+    return this.options.exchange ? MERCHANT_TABLE : TABLE;
+  }
+
+  private get tableKey(): 'account' | 'merchant' {
+    return this.options.exchange ? 'merchant' : 'account';
   }
 
   private async setUp(): Promise<void> {
     const client = this.stack.dynamodb.client;
     await Promise.all([
       createStream(this.stack.kinesisClient, STREAM, this.options.shards),
-      ensureTable({ tableName: TABLE, partitionKey: { name: 'account', type: 'S' }, client }),
-      ensureTable({ tableName: `${TABLE}-markers`, partitionKey: { name: 'pk', type: 'S' }, client }),
+      // The exchange stream has exactly P shards: shard s is slot s's input.
+      ...(this.options.exchange ? [createStream(this.stack.kinesisClient, EXCHANGE_STREAM, this.options.parallelism)] : []),
+      ensureTable({ tableName: this.tableName, partitionKey: { name: this.tableKey, type: 'S' }, client }),
+      ensureTable({ tableName: `${this.tableName}-markers`, partitionKey: { name: 'pk', type: 'S' }, client }),
     ]);
     const init = await this.sluice([
-      'aws', 'init', JOB_PATH,
+      'aws', 'init', this.jobPath,
       '--job-id', this.jobId,
       '--control-table', CONTROL_TABLE,
       '--checkpoint-dir', this.checkpointDir,
@@ -243,7 +272,7 @@ export class LocalCluster {
   /** Spawns `sluice worker` (id `w<n>` unless given); its JSON event lines go to the log as `worker:<id>`. */
   startWorker(id = `w${this.workers.size + 1}`, options: WorkerOptions = {}): WorkerProcess {
     const args = [
-      SLUICE, 'worker', JOB_PATH,
+      SLUICE, 'worker', this.jobPath,
       '--job-id', this.jobId,
       '--control-table', CONTROL_TABLE,
       '--checkpoint-dir', this.checkpointDir,
@@ -339,15 +368,16 @@ export class LocalCluster {
     return putRecords(this.stack.kinesisClient, STREAM, records);
   }
 
-  /** The sink table: account -> totals (commit markers live in their own table). */
+  /** The sink table: account (merchant for the exchange job) -> totals (commit markers live in their own table). */
   async table(): Promise<Map<string, Totals>> {
     const out = new Map<string, Totals>();
+    const key = this.tableKey;
     let start: Record<string, AttributeValue> | undefined;
     do {
-      const page = await this.stack.dynamodb.client.send(new ScanCommand({ TableName: TABLE, ExclusiveStartKey: start, ConsistentRead: true }));
+      const page = await this.stack.dynamodb.client.send(new ScanCommand({ TableName: this.tableName, ExclusiveStartKey: start, ConsistentRead: true }));
       for (const item of page.Items ?? []) {
-        const row = unmarshall(item) as { account: string; count: number; totalCents: number };
-        out.set(row.account, { count: Number(row.count), totalCents: Number(row.totalCents) });
+        const row = unmarshall(item) as Record<string, unknown>;
+        out.set(String(row[key]), { count: Number(row['count']), totalCents: Number(row['totalCents']) });
       }
       start = page.LastEvaluatedKey;
     } while (start !== undefined);
@@ -386,6 +416,16 @@ export function referenceTotals(transactions: readonly Transaction[]): Map<strin
     out.set(t.account, { count: before.count + 1, totalCents: before.totalCents + t.amountCents });
   }
   return out;
+}
+
+/** Gives each transaction a merchant (deterministic, independent of its account): the exchange job's input. */
+export function withMerchants(transactions: readonly Transaction[], merchants: number): Transaction[] {
+  return transactions.map((t, i) => ({ ...t, merchant: `m-${(Math.imul(i, 2654435761) >>> 8) % merchants}` }));
+}
+
+/** What a plain loop makes of the exchange job's input: totals per merchant. */
+export function referenceMerchantTotals(transactions: readonly Transaction[]): Map<string, Totals> {
+  return referenceTotals(transactions.map((t) => ({ ...t, account: t.merchant ?? '' })));
 }
 
 /** Rows of `actual` that differ from `expected` (missing, extra or other values); empty when equal. */

@@ -85,7 +85,12 @@ describe('cluster coordinator faults on DynamoDB Local and s3rver', { timeout: 9
     await expect(collectAcks({ execution: 'A' })).rejects.toThrow(/injected|could not write/);
     expect(committed).toBe(true);
     // What a slot taking over now reads: the checkpoint just committed, not the previous one.
-    expect((await job.control())?.completed).toEqual({ checkpointId: id, metadataPath: metadataPath({ kind: 'checkpoint', checkpointId: id }) });
+    // With the epoch of each slot's counted ack (every fake worker acks at epoch 1), which exchange receivers need.
+    expect((await job.control())?.completed).toEqual({
+      checkpointId: id,
+      metadataPath: metadataPath({ kind: 'checkpoint', checkpointId: id }),
+      slotEpochs: Array.from({ length: P }, () => 1),
+    });
     expect((await job.item<CoordinatorItem>(ControlKeys.coordinator))?.pendingCommit?.checkpointId).toBe(id);
   });
 

@@ -58,6 +58,8 @@ describe('cluster coordinator on DynamoDB Local and s3rver', { timeout: 90_000 }
     await expectSinkEqualsReference(job);
     const control = await job.control();
     expect(control?.completed?.checkpointId).toBe(Math.max(...job.completed()));
+    // The epochs of the acks that completed it (every fake worker acks at epoch 1): exchange receivers need them.
+    expect(control?.completed?.slotEpochs).toEqual(Array.from({ length: P }, () => 1));
     // The ack items of ended checkpoints are gone: only the one in flight when the run stopped may keep some.
     const table = new CoordinatorControlTable(dynamo.client, CONTROL, job.jobId);
     for (const id of job.completed()) expect(await table.acks(id), `ack items of checkpoint ${id}`).toEqual([]);

@@ -101,3 +101,21 @@ export interface ExchangeReceiverInput {
   snapshot(): ExchangeReceiverSnapshot;
   close(): Promise<void>;
 }
+
+/** The producing side of one slot at one epoch: one sender per outgoing exchange edge, sharing the shard queues. */
+export interface ExchangeProducerPort {
+  /** The sender of `edge`; `restoredFrom` is its state in the checkpoint the slot restored (absent: a fresh start). */
+  sender(edge: string, restoredFrom?: ExchangeSenderSnapshot): ExchangeSender;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a slot's ends of the exchange stream: what a worker is given (the Kinesis one in functions/worker, in-memory
+ * ones in tests). A slot opens a producer only when it has outgoing exchange edges, a receiver only for incoming ones.
+ */
+export interface ExchangeTransport {
+  /** The producer of slot `slot` at fencing epoch `epoch` (its frames carry the epoch). */
+  openProducer(slot: number, epoch: number): Promise<ExchangeProducerPort>;
+  /** The receiver of slot `slot`, resuming from `restoredFrom` (absent: from the start of its shard). */
+  openReceiver(slot: number, restoredFrom: ExchangeReceiverSnapshot | undefined): Promise<ExchangeReceiverInput>;
+}

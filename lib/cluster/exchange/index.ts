@@ -2,11 +2,13 @@ export { ExchangeError } from './exchange-error.ts';
 export type {
   CompletedCheckpoint,
   ExchangeBatch,
+  ExchangeProducerPort,
   ExchangeReceiverInput,
   ExchangeReceiverSnapshot,
   ExchangeSender,
   ExchangeSenderSnapshot,
   ExchangeShardSnapshot,
+  ExchangeTransport,
   ProducerProgress,
   ReleasedBatch,
   ResumePosition,

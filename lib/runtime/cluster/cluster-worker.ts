@@ -8,7 +8,8 @@ import type { KeyedServices } from '../operator-chain.ts';
 import { LeaseLostError } from './slot-errors.ts';
 import { SlotRunner, twoPhaseCommitSinks } from './slot-runner.ts';
 import { prepareSlotDirs, type SlotDirs } from './slot-state-dirs.ts';
-import { checkSlotPlan, edgeModes, type ExchangeChannels } from './slot-wiring.ts';
+import { checkSlotPlan, edgeModes } from './slot-wiring.ts';
+import type { ExchangeTransport } from '../../cluster/exchange/index.ts';
 import type { WorkerEvent } from './worker-events.ts';
 
 export interface ClusterWorkerOptions {
@@ -43,7 +44,7 @@ export interface ClusterWorkerInit extends ClusterWorkerOptions {
   /** Keyed state of one slot at one epoch, in its directories. */
   readonly services: (dirs: SlotDirs) => KeyedServices | Promise<KeyedServices>;
   /** The exchange data path; absent: a plan with an exchange edge is a ConfigError. */
-  readonly exchange?: ExchangeChannels | undefined;
+  readonly exchange?: ExchangeTransport | undefined;
   /** Extra checks of the stored `config` against the job (the plan fingerprint). @default none */
   readonly verifyConfig?: ((config: ClusterConfigItem, plan: PhysicalPlan) => void) | undefined;
   readonly events: (event: WorkerEvent) => void;

@@ -1,5 +1,6 @@
 import { CancelledError, systemClock, type BarrierElement, type Clock, type FencingToken } from '../../core/index.ts';
 import type { AckItem, ClusterConfigItem, ControlItem } from '../../cluster/control-items.ts';
+import type { ExchangeTransport } from '../../cluster/exchange/index.ts';
 import type { AckWriter } from '../../cluster/ports.ts';
 import type { TaskId } from '../../checkpoint/types.ts';
 import type { CompiledJobOptions } from '../../contracts/job-options.ts';
@@ -26,7 +27,8 @@ import { staticSplitEnumerator } from '../task-deployment.ts';
 import { LeaseLostError, SlotFailedError } from './slot-errors.ts';
 import { SlotCheckpoints } from './slot-checkpoints.ts';
 import { loadSlotState, readCompletedMetadata, restoredSlotTask, type CompletedCheckpointRef } from './slot-restore.ts';
-import { checkSlotPlan, edgeModes, wireSlotTask, type ExchangeChannels } from './slot-wiring.ts';
+import { checkSlotPlan, edgeModes, wireSlotTask } from './slot-wiring.ts';
+import { restoredExchangeState, SlotExchange } from './slot-exchange.ts';
 
 /** How a slot got its state: the previous epoch's RocksDB database here, the checkpoint's files, or none. */
 export type RestoreKind = 'local' | 's3' | 'fresh';
@@ -62,7 +64,8 @@ export interface SlotRunnerInit {
   readonly services: KeyedServices;
   /** The control item when the slot was started: its `completed` is what the slot restores. */
   readonly control: ControlItem | undefined;
-  readonly exchange?: ExchangeChannels | undefined;
+  /** The exchange stream's ends; absent: a plan with an exchange edge is a ConfigError. */
+  readonly exchange?: ExchangeTransport | undefined;
   readonly clock?: Clock;
   readonly now?: () => number;
   readonly events: SlotRunnerEvents;
@@ -82,6 +85,11 @@ export class SlotRunner {
   private tasks: DeployedTask[] = [];
   private hub: CheckpointHub | undefined;
   private checkpoints: SlotCheckpoints | undefined;
+  private exchange: SlotExchange | undefined;
+  /** The exchange failed under the slot (kept for tasks created after it). */
+  private failure: unknown;
+  /** `control.completed` without `slotEpochs` was warned about (the exchange cannot release records then). */
+  private warnedEpochs = false;
   private readonly guard: StoppableTaskStateStore;
   private lastTrigger = 0;
   private lastCompleted = 0;
@@ -124,6 +132,13 @@ export class SlotRunner {
     if (completed === undefined && init.config.restoreFrom !== undefined) {
       // The job's first run (`sluice aws init --restore`): start from that savepoint or checkpoint, at the same P.
       restored = await restoreFromDeployment(init.config.restoreFrom, plan, slot, init.config.parallelism);
+      const exchangeState = restoredExchangeState(restored, slot);
+      if ((exchangeState.senders ?? []).length > 0 || exchangeState.receiver !== undefined) {
+        // Its sender epochs and receiver positions belong to the other deployment's exchange stream and leases.
+        throw new ConfigError(
+          `cannot start from ${init.config.restoreFrom}: it holds exchange state (records in flight between slots), and starting a job with exchange edges from another deployment's savepoint or checkpoint is not supported yet; deploy without --restore`,
+        );
+      }
     } else if (completed !== undefined) {
       try {
         const metadata = await readCompletedMetadata(init.store, completed);
@@ -159,11 +174,37 @@ export class SlotRunner {
     this.checkpoints = checkpoints;
     const hub = new CheckpointHub(this.guard, checkpoints, fencing);
     this.hub = hub;
+    const acknowledge = (vertexName: string, checkpointId: number, snapshot: TaskSnapshot, syncMs: number): void => {
+      checkpoints.collectCommittables(checkpointId, snapshot);
+      hub.acknowledge(vertexName, checkpointId, snapshot, syncMs);
+    };
+    if (init.exchange !== undefined) {
+      this.exchange = await SlotExchange.open({
+        transport: init.exchange,
+        plan,
+        modes,
+        slot,
+        epoch: init.epoch,
+        restored,
+        onFailure: (err) => this.fail(err),
+      });
+      if (completed !== undefined) this.exchangeCompleted(completed);
+    }
+    const exchange = this.exchange;
     const participant: CheckpointParticipant = {
       enabled: true,
       acknowledge: (vertexName: string, checkpointId: number, snapshot: TaskSnapshot, syncMs: number) => {
-        checkpoints.collectCommittables(checkpointId, snapshot);
-        hub.acknowledge(vertexName, checkpointId, snapshot, syncMs);
+        // A producing task acks once its exchange markers are written; the receiving task's snapshot holds the
+        // receiver's state at the trigger.
+        const state = exchange?.taskState(snapshot.vertex, checkpointId);
+        if (state === undefined) {
+          acknowledge(vertexName, checkpointId, snapshot, syncMs);
+          return;
+        }
+        state.then(
+          (s) => acknowledge(vertexName, checkpointId, { ...snapshot, exchange: s }, syncMs),
+          (err: unknown) => this.fail(err),
+        );
       },
       sourceFinished: (task) => hub.sourceFinished(task),
       completed: (id) => hub.completed(id),
@@ -205,13 +246,14 @@ export class SlotRunner {
         if (++opened === plan.vertices.length) allOpened();
       },
     };
-    this.tasks = plan.vertices.map((v) => createTask(setup, plan, v, slot, wireSlotTask(plan, v, slot, modes, channels, init.exchange)));
+    this.tasks = plan.vertices.map((v) => createTask(setup, plan, v, slot, wireSlotTask(plan, v, slot, modes, channels, this.exchange)));
     hub.onComplete((id) => this.tasks.forEach((t) => void t.notifyCheckpointComplete(id)));
     this.deployed = true;
     const run = runTasks(this.tasks).then(
       () => this.ended(undefined),
       (err: unknown) => this.ended(err),
     );
+    if (this.failure !== undefined) for (const t of this.tasks) t.cancel(this.failure);
     await Promise.race([running, run.then(() => this.done)]);
     if (opened < plan.vertices.length) await this.done;
     return { restore: restoreKind(restored, backends), ms: Math.round(performance.now() - started), checkpointId: restored?.checkpointId };
@@ -225,11 +267,12 @@ export class SlotRunner {
       this.lastTrigger = trigger.checkpointId;
       const barrier: BarrierElement = { kind: 'barrier', checkpointId: trigger.checkpointId, timestamp: trigger.timestamp, savepoint: trigger.savepoint };
       for (const t of this.tasks) t.triggerCheckpoint(barrier);
-      this.init.exchange?.trigger?.(barrier);
+      this.exchange?.trigger(barrier);
     }
     const completed = control.completed?.checkpointId;
     if (completed !== undefined && completed > this.lastCompleted) {
       this.lastCompleted = completed;
+      this.exchangeCompleted(control.completed!);
       this.checkpoints?.completed(completed);
       this.hub.notifyComplete(completed, false);
       if (this.stopAfter !== undefined && completed > this.stopAfter.after) {
@@ -250,12 +293,36 @@ export class SlotRunner {
     return id;
   }
 
+  /** Tells the exchange receiver of a completed checkpoint: it releases the records the checkpoint covers. */
+  private exchangeCompleted(completed: NonNullable<ControlItem['completed']>): void {
+    if (this.exchange === undefined) return;
+    if (completed.slotEpochs === undefined) {
+      if (!this.warnedEpochs) {
+        this.warnedEpochs = true;
+        this.init.events.warn(
+          `slot ${this.slot}: control.completed of checkpoint ${completed.checkpointId} has no slotEpochs (written by an older coordinator): exchange records wait for a checkpoint completed by a current one`,
+        );
+      }
+      return;
+    }
+    this.exchange.completed({ checkpointId: completed.checkpointId, slotEpochs: completed.slotEpochs });
+  }
+
+  /** The exchange failed under the slot: its tasks end with the error, the slot fails and restarts at a new epoch. */
+  private fail(err: unknown): void {
+    if (this.stopping !== undefined) return;
+    // Before the tasks exist (the receiver failed while the slot was starting), the first one fails at once.
+    this.failure ??= err;
+    for (const t of this.tasks) t.cancel(err);
+  }
+
   /** Stops the slot at once and writes nothing more (lease lost); does not wait. */
   stopNow(reason: Error): void {
     if (this.stopping !== undefined) return;
     this.stopping = reason;
     this.guard.stop(reason);
     void this.checkpoints?.close();
+    void this.exchange?.close();
     // Stopped before its tasks were deployed (a failed restore): nothing runs that could settle `done`.
     if (this.tasks.length === 0) this.resolveDone();
     for (const t of this.tasks) t.cancel(reason);
@@ -269,6 +336,7 @@ export class SlotRunner {
   }
 
   private ended(err: unknown): void {
+    void this.exchange?.close();
     if (this.stopping !== undefined || err === undefined) this.resolveDone();
     else this.rejectDone(err instanceof SlotFailedError ? err : new SlotFailedError(this.slot, message(err), err));
   }

@@ -62,8 +62,11 @@ export class InMemoryControlTable implements ControlReader, AckWriter {
     };
   }
 
-  complete(checkpointId: number, metadataPath: string): void {
-    this.control = { ...this.control, completed: { checkpointId, metadataPath } };
+  /** As the coordinator: `slotEpochs` defaults to the epochs of the checkpoint's ack items (-1 for a slot without). */
+  complete(checkpointId: number, metadataPath: string, slotEpochs?: readonly number[]): void {
+    const P = this.config?.parallelism ?? 0;
+    const epochs = slotEpochs ?? Array.from({ length: P }, (_, s) => this.ack(checkpointId, s)?.epoch ?? -1);
+    this.control = { ...this.control, completed: { checkpointId, metadataPath, ...(epochs.length === 0 ? {} : { slotEpochs: epochs }) } };
   }
 
   halt(checkpointId: number, savepointPath: string): void {

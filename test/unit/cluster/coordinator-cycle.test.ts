@@ -49,6 +49,16 @@ describe('applyAcks', () => {
     expect(both.ignored).toBe(2);
   });
 
+  it('records the epoch of every slot whose ack counts, merged over the epochs known', () => {
+    const one = applyAcks(inFlight(), [ack(1, 0, { epoch: 4 })], 1100);
+    expect(one.epochs).toEqual({ '0': 4 });
+    const both = applyAcks(one.coordinator, [ack(1, 1, { epoch: 2 })], 1200, one.committables, one.epochs);
+    expect(both.epochs).toEqual({ '0': 4, '1': 2 });
+    // A decline is no ack: its epoch does not count.
+    const declined = applyAcks(inFlight(), [{ kind: 'decline', checkpointId: 1, slot: 1, owner: 'w', epoch: 9, reason: 'x', at: 0 }], 1100);
+    expect(declined.epochs).toEqual({});
+  });
+
   it('ignores the acks of another checkpoint', () => {
     const out = applyAcks(inFlight(), [ack(7, 0), ack(7, 1)], 1100);
     expect(out.coordinator.inFlight?.waitingFor).toHaveLength(4);

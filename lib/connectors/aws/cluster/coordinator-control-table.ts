@@ -251,7 +251,7 @@ export class CoordinatorControlTable {
    * transaction as the commit record, so "committed" and "what a starting slot restores" are one atomic step: a
    * take-over either precedes the commit (refusing it) or reads the new `completed`.
    */
-  completeOnGeneration(leaseGeneration: number, checkpointId: number, metadataPath: string): TransactWriteItem {
+  completeOnGeneration(leaseGeneration: number, checkpointId: number, metadataPath: string, slotEpochs?: readonly number[]): TransactWriteItem {
     const generation = leaseGeneration === 0 ? '(#gen = :gen OR attribute_not_exists(#gen))' : '#gen = :gen';
     return {
       Update: {
@@ -264,7 +264,7 @@ export class CoordinatorControlTable {
           ':gen': { N: String(leaseGeneration) },
           ':id': { N: String(checkpointId) },
           ':zero': { N: '0' },
-          ':completed': { M: marshall({ checkpointId, metadataPath }, MARSHALL) },
+          ':completed': { M: marshall({ checkpointId, metadataPath, ...(slotEpochs === undefined ? {} : { slotEpochs }) }, MARSHALL) },
         },
       },
     };
