@@ -18,13 +18,17 @@ import {
   generateTransactions,
   percentile,
   referenceTotals,
+  TABLE,
   tableDifferences,
   waitUntil,
 } from './local-cluster.ts';
 import { runInPrivateNetwork } from '../../test/harness/aws/private-network.ts';
+import { diffCounts, snapshotCounts } from './aws-call-counts.ts';
+import { costFigures } from './cost-figures.ts';
+import { failoverTimes } from './failover-times.ts';
 
 const USAGE =
-  'usage: npm run dev:cluster [-- --workers W --parallelism P --shards N --records R --lease-duration-ms MS --kill-after-ms MS --json --verbose]';
+  'usage: npm run dev:cluster [-- --workers W --parallelism P --shards N --records R --lease-duration-ms MS --kill-after-ms MS --state-dir-per-worker --json --verbose]';
 
 const { values } = parseArgs({
   options: {
@@ -37,6 +41,7 @@ const { values } = parseArgs({
     'kill-after-ms': { type: 'string' },
     'timeout-ms': { type: 'string', default: '300000' },
     exchange: { type: 'boolean', default: false },
+    'state-dir-per-worker': { type: 'boolean', default: false },
     json: { type: 'boolean', default: false },
     verbose: { type: 'boolean', default: false },
   },
@@ -83,6 +88,8 @@ async function main(): Promise<number> {
     parallelism,
     shards,
     leaseDurationMs,
+    countCalls: true,
+    stateDirPerWorker: values['state-dir-per-worker'],
     onEvent: values.verbose ? (source, event) => console.error(`${source} ${JSON.stringify(event)}`) : undefined,
   });
   let stopped = false;
@@ -92,13 +99,15 @@ async function main(): Promise<number> {
     const half = Math.floor(input.length / 2);
     await cluster.feed(input.slice(0, half));
     say(`stream "transactions" (${shards} shards): ${half} records put; starting ${workers} workers`);
+    // The counted window: from the workers' start (every record is read in it) to the table's convergence.
+    const windowStart = { at: Date.now(), calls: snapshotCounts(cluster.calls), sfn: cluster.stepFunctionsStats(), bytes: await cluster.stateDirBytesWritten(), checkpoints: cluster.coordinatorEvents('checkpoint-completed').length };
     for (let i = 1; i <= workers; i++) cluster.startWorker(`w${i}`);
     await waitUntil('every slot to start', () => new Set(cluster.workerEvents('slot-started').map((l) => l.event['slot'])).size === parallelism, 120_000);
     const running = Date.now();
     await cluster.feed(input.slice(half));
     say(`${input.length - half} more records put`);
 
-    let failover: { worker: string; slots: number[]; killedAt: number; ms?: number } | undefined;
+    let failover: { worker: string; slots: number[]; killedAt: number; ms?: number; detectMs?: number; restoreMs?: number; restoreReportedMs?: number; restore?: string } | undefined;
     if (killAfterMs !== undefined) {
       await new Promise((resolve) => setTimeout(resolve, killAfterMs));
       const victim = [...cluster.workers.values()].find((w) => cluster.workerEvents('slot-started', w.id).length > 0)!;
@@ -114,7 +123,8 @@ async function main(): Promise<number> {
       );
       const restarts = cluster.log.filter((l) => l.at > killedAt && l.event['event'] === 'slot-started' && slots.includes(l.event['slot'] as number));
       failover.ms = Math.max(...restarts.map((l) => l.at)) - killedAt;
-      say(`failover: slots ${slots.join(', ')} running again ${failover.ms} ms after the SIGKILL`);
+      Object.assign(failover, failoverTimes(cluster.log, victim.id, slots, killedAt) ?? {});
+      say(`failover: slots ${slots.join(', ')} running again ${failover.ms} ms after the SIGKILL (lease taken after ${failover.detectMs} ms, restore ${failover.restore} ${failover.restoreMs} ms)`);
     }
 
     let differences: string[] = [];
@@ -131,6 +141,22 @@ async function main(): Promise<number> {
       () => false,
     );
     const convergedMs = Date.now() - running;
+    const windowEnd = { at: Date.now(), calls: snapshotCounts(cluster.calls), sfn: cluster.stepFunctionsStats(), bytes: await cluster.stateDirBytesWritten(), checkpoints: cluster.coordinatorEvents('checkpoint-completed').length };
+    const figures = costFigures({
+      checkpoints: windowEnd.checkpoints - windowStart.checkpoints,
+      events: records,
+      ms: windowEnd.at - windowStart.at,
+      calls: diffCounts(windowEnd.calls, windowStart.calls),
+      stepFunctions: {
+        supervisorTransitions: windowEnd.sfn.supervisorTransitions - windowStart.sfn.supervisorTransitions,
+        cyclesTransitions: windowEnd.sfn.cyclesTransitions - windowStart.sfn.cyclesTransitions,
+        handlerCalls: diffRecord(windowEnd.sfn.handlerCalls, windowStart.sfn.handlerCalls),
+        handlerMs: diffRecord(windowEnd.sfn.handlerMs, windowStart.sfn.handlerMs),
+      },
+      stateDirBytesWritten: windowEnd.bytes - windowStart.bytes,
+      sinkTables: [TABLE, `${TABLE}-markers`],
+    });
+    const windowCalls = diffCounts(windowEnd.calls, windowStart.calls);
 
     const stop = await cluster.sluice(['aws', 'stop', '--job-id', cluster.jobId, '--control-table', 'sluice-control', '--timeout-ms', '120000']);
     const savepoint = stop.stdout.trim();
@@ -159,7 +185,15 @@ async function main(): Promise<number> {
       checkpointsCompleted: cluster.coordinatorEvents('checkpoint-completed').length,
       checkpointsAborted: cluster.coordinatorEvents('checkpoint-aborted').length,
       checkpointMs: { p50: percentile(durations, 50), p95: percentile(durations, 95), max: percentile(durations, 100) },
-      failover: failover === undefined ? undefined : { worker: failover.worker, slots: failover.slots, ms: failover.ms },
+      failover:
+        failover === undefined
+          ? undefined
+          : { worker: failover.worker, slots: failover.slots, ms: failover.ms, detectMs: failover.detectMs, restoreMs: failover.restoreMs, restoreReportedMs: failover.restoreReportedMs, restore: failover.restore, stateDirPerWorker: values['state-dir-per-worker'] },
+      perCheckpoint: figures.perCheckpoint,
+      perMillionEvents: figures.perMillionEvents,
+      window: figures.window,
+      method: figures.method,
+      calls: windowCalls,
       stop: { code: stop.code, savepoint: stop.code === 0 ? savepoint : stop.stderr.trim() },
       exits,
       events,
@@ -168,7 +202,9 @@ async function main(): Promise<number> {
       console.log(JSON.stringify(summary));
     } else {
       say(`\ncheckpoints completed: ${summary.checkpointsCompleted} (aborted ${summary.checkpointsAborted}); duration p50 ${summary.checkpointMs.p50} ms, p95 ${summary.checkpointMs.p95} ms`);
-      if (failover !== undefined) say(`failover after SIGKILL of ${failover.worker}: ${failover.ms} ms (lease ${leaseDurationMs} ms)`);
+      if (failover !== undefined) say(`failover after SIGKILL of ${failover.worker}: ${failover.ms} ms (lease ${leaseDurationMs} ms; detect ${failover.detectMs} ms, restore ${failover.restore} ${failover.restoreMs} ms)`);
+      say(`per checkpoint (${figures.window.checkpoints} in the counted window): ${JSON.stringify(figures.perCheckpoint, (k, v: unknown) => (k === 'method' ? undefined : v))}`);
+      say(`per million events (${figures.window.events} in the window): ${JSON.stringify(figures.perMillionEvents, (k, v: unknown) => (k === 'method' ? undefined : v))}`);
       say(`sluice aws stop: exit ${stop.code}${stop.code === 0 ? `, savepoint ${savepoint}` : `: ${stop.stderr.trim()}`}`);
       say(`worker exits: ${Object.entries(exits).map(([id, e]) => `${id} ${e.code ?? e.signal}`).join(', ')}`);
       say(`events: ${Object.entries(events).map(([k, n]) => `${k} ${n}`).join(', ')}`);
@@ -180,6 +216,10 @@ async function main(): Promise<number> {
   } finally {
     if (!stopped) await cluster.stop();
   }
+}
+
+function diffRecord(after: Record<string, number>, before: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]));
 }
 
 /** Slots a worker runs now: started and not released or lost since. */

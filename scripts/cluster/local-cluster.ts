@@ -8,15 +8,19 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import type { S3Client } from '@aws-sdk/client-s3';
+import { DynamoDBClient, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { S3Client } from '@aws-sdk/client-s3';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { ensureTable } from '../../lib/connectors/aws/dynamodb/ensure-table.ts';
 import { DEFAULT_SINK_COMMIT_REGISTRY } from '../../lib/connectors/aws/cluster/sink-commit-registry.ts';
-import { LocalStepFunctions } from '../../functions/coordinator/local/local-step-functions.ts';
+import { LocalStepFunctions, type LocalRunStats } from '../../functions/coordinator/local/local-step-functions.ts';
 import { useSettings } from '../../functions/coordinator/settings.ts';
 import { BUCKET, COMMIT_TABLE, startExampleStack, type ExampleStack } from '../../test/harness/aws/example-stack.ts';
 import { createStream, putRecords } from '../../test/harness/aws/kinesis-emulator.ts';
+import { emptyCounts, type AwsCallCounts } from './aws-call-counts.ts';
+import { startCountingProxy, type CountingProxy } from './counting-proxy.ts';
+import { DirWriteMeter } from './dir-write-meter.ts';
 
 export const JOB_PATH = fileURLToPath(new URL('../../examples/cluster-account-totals.ts', import.meta.url));
 const SLUICE = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
@@ -34,6 +38,17 @@ export interface LocalClusterOptions {
   readonly controlPollMs?: number;
   /** How long the local state machines wait in Wait states (the ASL's own waits are seconds). @default 100 */
   readonly waitMs?: number;
+  /**
+   * Put a counting proxy in front of each emulator and point every process (workers, the CLI, the coordinator's
+   * clients) at it: `calls` then holds every AWS call of the job, and `stateDirBytesWritten()` measures the state
+   * dir. The cluster's own feeding and table reads go to the emulators directly. @default false
+   */
+  readonly countCalls?: boolean;
+  /**
+   * Give each worker its own state dir instead of one shared dir standing in for EFS: a slot taken from another
+   * worker then cannot reuse its RocksDB databases and restores from S3. @default false
+   */
+  readonly stateDirPerWorker?: boolean;
   /** Every worker event and coordinator log line, as it happens. */
   readonly onEvent?: (source: string, event: Record<string, unknown>) => void;
 }
@@ -75,10 +90,15 @@ export class LocalCluster {
   readonly jobId = 'totals';
   /** Workers' and the config's checkpoint dir: workers take no parameters (the control table fences their writes). */
   readonly checkpointDir = `s3://${BUCKET}/totals`;
+  /** Every AWS call through the counting proxies (all zero without `countCalls`). */
+  readonly calls: AwsCallCounts = emptyCounts();
   private readonly stateDir: string;
   private readonly tempDir: string;
   private runner: Promise<unknown> | undefined;
   private sfn: LocalStepFunctions | undefined;
+  private proxies: Record<'kinesis' | 's3' | 'dynamodb', CountingProxy> | undefined;
+  private coordinatorClients: { dynamo: DynamoDBClient; s3: S3Client } | undefined;
+  private meter: DirWriteMeter | undefined;
 
   private constructor(
     readonly stack: ExampleStack,
@@ -88,10 +108,28 @@ export class LocalCluster {
     this.stateDir = join(this.tempDir, 'efs');
   }
 
+  /** The `--state-dir` of worker `id`: the shared one, or its own with `stateDirPerWorker`. */
+  stateDirOf(id: string): string {
+    return this.options.stateDirPerWorker ? join(this.tempDir, `state-${id}`) : this.stateDir;
+  }
+
+  /** What the local Step Functions runner did so far (state transitions, handler calls and time). */
+  stepFunctionsStats(): LocalRunStats {
+    const stats = this.sfn?.stats ?? { supervisorExecutions: [], cyclesExecutions: 0, supervisorTransitions: 0, cyclesTransitions: 0, handlerCalls: {}, handlerMs: {} };
+    return JSON.parse(JSON.stringify(stats)) as LocalRunStats;
+  }
+
+  /** Bytes written under the workers' state dirs so far (needs `countCalls`; 0 without). */
+  async stateDirBytesWritten(): Promise<number> {
+    return (await this.meter?.bytesWritten()) ?? 0;
+  }
+
   /** Starts the emulators, creates the stream and tables, deploys the job and starts the coordinator; no workers yet. */
   static async start(options: LocalClusterOptions = {}): Promise<LocalCluster> {
     const stack = await startExampleStack();
     const cluster = new LocalCluster(stack, {
+      countCalls: options.countCalls ?? false,
+      stateDirPerWorker: options.stateDirPerWorker ?? false,
       parallelism: options.parallelism ?? 2,
       shards: options.shards ?? 2,
       leaseDurationMs: options.leaseDurationMs ?? 3000,
@@ -111,7 +149,26 @@ export class LocalCluster {
 
   /** Environment of every process: the emulators' endpoints, dummy credentials (s3rver's own key), the commit table. */
   get env(): Record<string, string> {
-    return { ...this.stack.env, SLUICE_JOB_ID: this.jobId, SLUICE_CONTROL_TABLE: CONTROL_TABLE };
+    const proxied: Record<string, string> =
+      this.proxies === undefined
+        ? {}
+        : { AWS_ENDPOINT_URL_KINESIS: this.proxies.kinesis.endpoint, AWS_ENDPOINT_URL_S3: this.proxies.s3.endpoint, AWS_ENDPOINT_URL_DYNAMODB: this.proxies.dynamodb.endpoint };
+    return { ...this.stack.env, ...proxied, SLUICE_JOB_ID: this.jobId, SLUICE_CONTROL_TABLE: CONTROL_TABLE };
+  }
+
+  private async startCounting(): Promise<void> {
+    const [kinesis, s3, dynamodb] = await Promise.all([
+      startCountingProxy('kinesis', this.stack.kinesis.endpoint, this.calls),
+      startCountingProxy('s3', this.stack.s3.endpoint, this.calls),
+      startCountingProxy('dynamodb', this.stack.dynamodb.endpoint, this.calls),
+    ]);
+    this.proxies = { kinesis, s3, dynamodb };
+    this.coordinatorClients = {
+      dynamo: new DynamoDBClient({ ...this.stack.dynamodb.clientConfig, endpoint: dynamodb.endpoint, requestHandler: new NodeHttpHandler() }),
+      s3: new S3Client({ ...this.stack.s3.clientConfig, endpoint: s3.endpoint, forcePathStyle: true, requestHandler: new NodeHttpHandler() }),
+    };
+    this.meter = new DirWriteMeter(() => [this.tempDir].flatMap((root) => [join(root, 'efs'), ...[...this.workers.keys()].map((id) => join(root, `state-${id}`))]));
+    this.meter.start();
   }
 
   private jobFlags(): string[] {
@@ -119,6 +176,7 @@ export class LocalCluster {
   }
 
   private async setUp(): Promise<void> {
+    if (this.options.countCalls) await this.startCounting();
     const client = this.stack.dynamodb.client;
     await Promise.all([
       createStream(this.stack.kinesisClient, STREAM, this.options.shards),
@@ -143,8 +201,8 @@ export class LocalCluster {
       checkpointDir: `${this.checkpointDir}?commitTable=${COMMIT_TABLE}`,
       ackPollMs: 100,
       cycleSeconds: 240,
-      dynamo: this.stack.dynamodb.client,
-      s3: this.stack.s3.client as S3Client,
+      dynamo: this.coordinatorClients?.dynamo ?? this.stack.dynamodb.client,
+      s3: this.coordinatorClients?.s3 ?? (this.stack.s3.client as S3Client),
       registry: DEFAULT_SINK_COMMIT_REGISTRY,
       now: () => Date.now(),
       log: (event) => this.record('coordinator', event),
@@ -178,7 +236,7 @@ export class LocalCluster {
       '--job-id', this.jobId,
       '--control-table', CONTROL_TABLE,
       '--checkpoint-dir', this.checkpointDir,
-      '--state-dir', this.stateDir,
+      '--state-dir', this.stateDirOf(id),
       '--worker-id', id,
       '--lease-duration-ms', String(this.options.leaseDurationMs),
       '--control-poll-ms', String(this.options.controlPollMs),
@@ -280,6 +338,10 @@ export class LocalCluster {
     this.sfn?.stop();
     await this.runner;
     useSettings(undefined);
+    await this.meter?.stop();
+    this.coordinatorClients?.dynamo.destroy();
+    this.coordinatorClients?.s3.destroy();
+    await Promise.all(Object.values(this.proxies ?? {}).map((p) => p.stop()));
     await this.stack.stop();
     rmSync(this.tempDir, { recursive: true, force: true });
     return exits;
