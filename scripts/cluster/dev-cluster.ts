@@ -25,10 +25,11 @@ import {
 import { runInPrivateNetwork } from '../../test/harness/aws/private-network.ts';
 import { diffCounts, snapshotCounts } from './aws-call-counts.ts';
 import { costFigures } from './cost-figures.ts';
+import { runEmbedded, type EmbeddedRun } from './embedded-run.ts';
 import { failoverTimes } from './failover-times.ts';
 
 const USAGE =
-  'usage: npm run dev:cluster [-- --workers W --parallelism P --shards N --records R --lease-duration-ms MS --kill-after-ms MS --state-dir-per-worker --json --verbose]';
+  'usage: npm run dev:cluster [-- --workers W --parallelism P --shards N --records R --lease-duration-ms MS --kill-after-ms MS --state-dir-per-worker --embedded --json --verbose]';
 
 const { values } = parseArgs({
   options: {
@@ -42,6 +43,7 @@ const { values } = parseArgs({
     'timeout-ms': { type: 'string', default: '300000' },
     exchange: { type: 'boolean', default: false },
     'state-dir-per-worker': { type: 'boolean', default: false },
+    embedded: { type: 'boolean', default: false },
     json: { type: 'boolean', default: false },
     verbose: { type: 'boolean', default: false },
   },
@@ -158,8 +160,14 @@ async function main(): Promise<number> {
     });
     const windowCalls = diffCounts(windowEnd.calls, windowStart.calls);
 
+    let embedded: EmbeddedRun | undefined;
     const stop = await cluster.sluice(['aws', 'stop', '--job-id', cluster.jobId, '--control-table', 'sluice-control', '--timeout-ms', '120000']);
     const savepoint = stop.stdout.trim();
+    if (values.embedded) {
+      // After the cluster's halt (its workers idle), on the same emulators: the same job, `sluice run`.
+      say('running the same job embedded (sluice run) for its checkpoint durations ...');
+      embedded = await runEmbedded(cluster, input, reference, { parallelism, shards, checkpointIntervalMs: cluster.options.checkpointIntervalMs, timeoutMs });
+    }
     const exits = await cluster.stop();
     stopped = true;
     const survivors = Object.entries(exits).filter(([id]) => id !== failover?.worker);
@@ -172,7 +180,7 @@ async function main(): Promise<number> {
       events[kind] = (events[kind] ?? 0) + 1;
     }
     const summary = {
-      ok: equal && cleanExits && stop.code === 0,
+      ok: equal && cleanExits && stop.code === 0 && (embedded === undefined || embedded.tableEqualsReference),
       workers,
       parallelism,
       shards,
@@ -194,6 +202,16 @@ async function main(): Promise<number> {
       window: figures.window,
       method: figures.method,
       calls: windowCalls,
+      embedded:
+        embedded === undefined
+          ? undefined
+          : {
+              tableEqualsReference: embedded.tableEqualsReference,
+              convergedMs: embedded.convergedMs,
+              checkpointsCompleted: embedded.checkpointDurations.length,
+              checkpointMs: { p50: percentile(embedded.checkpointDurations, 50), p95: percentile(embedded.checkpointDurations, 95), max: percentile(embedded.checkpointDurations, 100) },
+              stopCode: embedded.stopCode,
+            },
       stop: { code: stop.code, savepoint: stop.code === 0 ? savepoint : stop.stderr.trim() },
       exits,
       events,
@@ -202,6 +220,10 @@ async function main(): Promise<number> {
       console.log(JSON.stringify(summary));
     } else {
       say(`\ncheckpoints completed: ${summary.checkpointsCompleted} (aborted ${summary.checkpointsAborted}); duration p50 ${summary.checkpointMs.p50} ms, p95 ${summary.checkpointMs.p95} ms`);
+      if (embedded !== undefined) {
+        const e = summary.embedded!;
+        say(`embedded (sluice run, same job, P=${parallelism}): ${e.checkpointsCompleted} checkpoints, duration p50 ${e.checkpointMs.p50} ms, p95 ${e.checkpointMs.p95} ms; table ${e.tableEqualsReference ? 'equal' : 'NOT equal'} after ${e.convergedMs} ms`);
+      }
       if (failover !== undefined) say(`failover after SIGKILL of ${failover.worker}: ${failover.ms} ms (lease ${leaseDurationMs} ms; detect ${failover.detectMs} ms, restore ${failover.restore} ${failover.restoreMs} ms)`);
       say(`per checkpoint (${figures.window.checkpoints} in the counted window): ${JSON.stringify(figures.perCheckpoint, (k, v: unknown) => (k === 'method' ? undefined : v))}`);
       say(`per million events (${figures.window.events} in the window): ${JSON.stringify(figures.perMillionEvents, (k, v: unknown) => (k === 'method' ? undefined : v))}`);

@@ -301,17 +301,17 @@ export class LocalCluster {
   }
 
   /** Puts the transactions, partition key = account (what the aligned keyBy requires). */
-  async feed(transactions: readonly Transaction[]): Promise<void> {
+  async feed(transactions: readonly Transaction[], stream = STREAM): Promise<void> {
     const records = transactions.map((t) => ({ key: t.account, data: Buffer.from(JSON.stringify(t), 'utf8') }));
-    await putRecords(this.stack.kinesisClient, STREAM, records);
+    await putRecords(this.stack.kinesisClient, stream, records);
   }
 
   /** The sink table: account -> totals (commit markers live in their own table). */
-  async table(): Promise<Map<string, Totals>> {
+  async table(name = TABLE): Promise<Map<string, Totals>> {
     const out = new Map<string, Totals>();
     let start: Record<string, AttributeValue> | undefined;
     do {
-      const page = await this.stack.dynamodb.client.send(new ScanCommand({ TableName: TABLE, ExclusiveStartKey: start, ConsistentRead: true }));
+      const page = await this.stack.dynamodb.client.send(new ScanCommand({ TableName: name, ExclusiveStartKey: start, ConsistentRead: true }));
       for (const item of page.Items ?? []) {
         const row = unmarshall(item) as { account: string; count: number; totalCents: number };
         out.set(row.account, { count: Number(row.count), totalCents: Number(row.totalCents) });
