@@ -95,6 +95,14 @@ async function main(): Promise<number> {
     onEvent: values.verbose ? (source, event) => console.error(`${source} ${JSON.stringify(event)}`) : undefined,
   });
   let stopped = false;
+  // Interrupted (Ctrl-C, a test's timeout): stop the workers and emulators rather than leave them running.
+  const interrupt = (signal: NodeJS.Signals): void => {
+    if (stopped) return;
+    stopped = true;
+    void cluster.stop().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  };
+  process.once('SIGINT', interrupt);
+  process.once('SIGTERM', interrupt);
   try {
     const input = generateTransactions(records, accounts, 42);
     const reference = referenceTotals(input);

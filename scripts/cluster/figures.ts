@@ -68,20 +68,22 @@ const QUANTITY_KEYS: readonly (keyof CostQuantities)[] = [
 /** The markdown tables: timings per configuration, and the cost quantities of the steady runs. */
 export function figuresTables(byConfig: ReadonlyMap<string, readonly RunDocument[]>): string {
   const lines = [
-    '| configuration | runs (ok) | checkpoints completed (aborted) | checkpoint p50 / p95 | embedded p50 / p95 | failover total | detect (lease) | restore | restored from |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| configuration | runs (ok) | load | checkpoints completed (aborted) | checkpoint p50 / p95 | embedded p50 / p95 | failover total | detect (lease) | restore | restored from |',
+    '|---|---|---|---|---|---|---|---|---|---|',
   ];
-  for (const [config, runs] of byConfig) {
+  // Medians of the runs whose table converged: a run that failed is counted in `runs`, not in the figures.
+  for (const [config, all] of byConfig) {
+    const runs = all.filter((r) => r.ok);
     const m = (f: (r: RunDocument) => number | undefined): number | undefined => median(runs.map(f));
     const restored = [...new Set(runs.map((r) => r.failover?.restore).filter((x) => x !== undefined))].join(', ');
     lines.push(
-      `| ${config} | ${runs.length} (${runs.filter((r) => r.ok).length}) | ${fmt(m((r) => r.checkpointsCompleted))} (${fmt(m((r) => r.checkpointsAborted))}) | ` +
+      `| ${config} | ${all.length} (${runs.length}) | ${fmt(m((r) => r.load?.[0]), 1)} | ${fmt(m((r) => r.checkpointsCompleted))} (${fmt(m((r) => r.checkpointsAborted))}) | ` +
         `${fmt(m((r) => r.checkpointMs.p50))} / ${fmt(m((r) => r.checkpointMs.p95))} ms | ` +
         `${runs.some((r) => r.embedded) ? `${fmt(m((r) => r.embedded?.checkpointMs.p50))} / ${fmt(m((r) => r.embedded?.checkpointMs.p95))} ms` : '-'} | ` +
         `${fmt(m((r) => r.failover?.ms))} | ${fmt(m((r) => r.failover?.detectMs))} | ${fmt(m((r) => r.failover?.restoreMs))} | ${restored || '-'} |`,
     );
   }
-  const steady = byConfig.get('steady') ?? [...byConfig.values()][0] ?? [];
+  const steady = (byConfig.get('steady') ?? [...byConfig.values()][0] ?? []).filter((r) => r.ok);
   lines.push('', `Cost quantities (medians of the ${steady.length} steady runs):`, '', '| quantity | per checkpoint | per million events |', '|---|---|---|');
   for (const key of QUANTITY_KEYS) {
     lines.push(`| ${key} | ${fmt(median(steady.map((r) => r.perCheckpoint[key])), 2)} | ${fmt(median(steady.map((r) => r.perMillionEvents[key])), 1)} |`);
