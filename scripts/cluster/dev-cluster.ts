@@ -120,8 +120,9 @@ async function main(): Promise<number> {
     let failover: { worker: string; slots: number[]; killedAt: number; ms?: number; detectMs?: number; restoreMs?: number; restoreReportedMs?: number; restore?: string } | undefined;
     if (killAfterMs !== undefined) {
       await new Promise((resolve) => setTimeout(resolve, killAfterMs));
-      const victim = [...cluster.workers.values()].find((w) => cluster.workerEvents('slot-started', w.id).length > 0)!;
-      const slots = currentSlots(cluster, victim.id);
+      // A worker that holds a slot now: one whose slots balancing handed over would make a vacuous failover.
+      const victim = [...cluster.workers.values()].find((w) => cluster.heldSlots(w.id).length > 0) ?? [...cluster.workers.values()][0]!;
+      const slots = cluster.heldSlots(victim.id).sort((a, b) => a - b);
       const killedAt = Date.now();
       victim.child.kill('SIGKILL');
       failover = { worker: victim.id, slots, killedAt };
@@ -250,16 +251,4 @@ async function main(): Promise<number> {
 
 function diffRecord(after: Record<string, number>, before: Record<string, number>): Record<string, number> {
   return Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]));
-}
-
-/** Slots a worker runs now: started and not released or lost since. */
-function currentSlots(cluster: LocalCluster, id: string): number[] {
-  const slots = new Set<number>();
-  for (const l of cluster.workerEvents(undefined, id)) {
-    const slot = l.event['slot'];
-    if (typeof slot !== 'number') continue;
-    if (l.event['event'] === 'slot-started') slots.add(slot);
-    if (l.event['event'] === 'released' || l.event['event'] === 'lease-lost') slots.delete(slot);
-  }
-  return [...slots].sort((a, b) => a - b);
 }

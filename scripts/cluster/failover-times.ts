@@ -14,8 +14,9 @@ export interface FailoverTimes {
   readonly restore: string;
 }
 
-/** Undefined while some slot has not started elsewhere since `killedAt`. */
+/** Undefined while some slot has not started elsewhere since `killedAt`, or when the victim held no slot. */
 export function failoverTimes(log: readonly Logged[], victim: string, slots: readonly number[], killedAt: number): FailoverTimes | undefined {
+  if (slots.length === 0) return undefined;
   let detectMs = 0;
   let restoreMs = 0;
   let restoreReportedMs = 0;

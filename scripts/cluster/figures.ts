@@ -4,7 +4,7 @@
  * with a state dir per worker, which forces restores from S3) and prints markdown tables of the medians. With
  * `--from DIR` it reads the JSON documents a previous `--out DIR` saved instead of running.
  *
- *   npm run figures:cluster [-- --runs 3 --out DIR | --from DIR] [-- <dev:cluster flags, e.g. --workers 3 --parallelism 4>]
+ *   npm run figures:cluster [-- --runs 3 --only steady,kill-shared --out DIR | --from DIR] [-- <dev:cluster flags, e.g. --workers 3>]
  *
  * Exit 0 when every run's table equalled its reference; 1 otherwise; 2 for bad usage.
  */
@@ -16,14 +16,15 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { CostQuantities } from './cost-figures.ts';
 
-const USAGE = 'usage: npm run figures:cluster [-- --runs N --out DIR | --from DIR] [-- dev:cluster flags]';
+const USAGE = 'usage: npm run figures:cluster [-- --runs N --only CONFIG,... --out DIR | --from DIR] [-- dev:cluster flags]';
 const DEV_CLUSTER = fileURLToPath(new URL('./dev-cluster.ts', import.meta.url));
 const DEFAULT_FLAGS = ['--workers', '3', '--parallelism', '4', '--shards', '4', '--records', '20000'];
 
 export const CONFIGS: Readonly<Record<string, readonly string[]>> = {
   steady: ['--embedded'],
-  'kill-shared': ['--kill-after-ms', '3000'],
-  'kill-per-worker': ['--kill-after-ms', '3000', '--state-dir-per-worker'],
+  // 8 s: past the start-up handoffs, so that a checkpoint has completed and the survivor restores from it, not fresh.
+  'kill-shared': ['--kill-after-ms', '8000'],
+  'kill-per-worker': ['--kill-after-ms', '8000', '--state-dir-per-worker'],
 };
 
 /** The parts of a dev:cluster --json document these tables read. */
@@ -93,12 +94,18 @@ export function figuresTables(byConfig: ReadonlyMap<string, readonly RunDocument
 
 function main(): number {
   const { values, positionals } = parseArgs({
-    options: { runs: { type: 'string', default: '3' }, out: { type: 'string' }, from: { type: 'string' } },
+    options: { runs: { type: 'string', default: '3' }, only: { type: 'string' }, out: { type: 'string' }, from: { type: 'string' } },
     allowPositionals: true,
   });
   const runs = Number(values.runs);
   if (!Number.isInteger(runs) || runs < 1) {
     console.error(`figures:cluster: --runs must be an integer >= 1, got ${JSON.stringify(values.runs)}\n${USAGE}`);
+    return 2;
+  }
+  const only = values.only?.split(',') ?? Object.keys(CONFIGS);
+  const unknown = only.filter((c) => CONFIGS[c] === undefined);
+  if (unknown.length > 0) {
+    console.error(`figures:cluster: --only names no configuration ${unknown.join(', ')} (one of ${Object.keys(CONFIGS).join(', ')})\n${USAGE}`);
     return 2;
   }
   const byConfig = new Map<string, RunDocument[]>();
@@ -112,7 +119,7 @@ function main(): number {
     const flags = positionals.length > 0 ? positionals : DEFAULT_FLAGS;
     if (values.out !== undefined) mkdirSync(values.out, { recursive: true });
     for (let i = 1; i <= runs; i++) {
-      for (const [config, extra] of Object.entries(CONFIGS)) {
+      for (const [config, extra] of Object.entries(CONFIGS).filter(([c]) => only.includes(c))) {
         const load = loadavg();
         console.error(`run ${i}/${runs} ${config}: dev:cluster ${[...flags, ...extra].join(' ')} (load ${load.map((l) => l.toFixed(1)).join(' ')})`);
         const result = spawnSync(process.execPath, ['--import', 'tsx', DEV_CLUSTER, ...flags, ...extra, '--json'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
@@ -124,7 +131,7 @@ function main(): number {
           console.error(`run ${i} ${config}: no JSON (exit ${result.status}): ${result.stderr.slice(-2000)}`);
           continue;
         }
-        if (values.out !== undefined) writeFileSync(join(values.out, `${config}-${i}.json`), `${JSON.stringify(doc)}\n`);
+        if (values.out !== undefined) writeFileSync(join(values.out, `${config}-${Date.now()}.json`), `${JSON.stringify(doc)}\n`);
         byConfig.set(config, [...(byConfig.get(config) ?? []), doc]);
       }
     }
