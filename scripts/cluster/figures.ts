@@ -69,7 +69,7 @@ const QUANTITY_KEYS: readonly (keyof CostQuantities)[] = [
 /** The markdown tables: timings per configuration, and the cost quantities of the steady runs. */
 export function figuresTables(byConfig: ReadonlyMap<string, readonly RunDocument[]>): string {
   const lines = [
-    '| configuration | runs (ok) | load | checkpoints completed (aborted) | checkpoint p50 / p95 | embedded p50 / p95 | failover total | detect (lease) | restore | restored from |',
+    '| configuration | runs (ok) | load | checkpoints completed (aborted) | checkpoint p50 / p95 | embedded p50 / p95 | failover total (ms) | detect, lease (ms) | restore (ms) | restored from |',
     '|---|---|---|---|---|---|---|---|---|---|',
   ];
   // Medians of the runs whose table converged: a run that failed is counted in `runs`, not in the figures.
