@@ -22,13 +22,18 @@ import {
   referenceMerchantTotals,
   referenceTotals,
   withMerchants,
+  TABLE,
   tableDifferences,
   waitUntil,
 } from './local-cluster.ts';
 import { runInPrivateNetwork } from '../../test/harness/aws/private-network.ts';
+import { diffCounts, snapshotCounts } from './aws-call-counts.ts';
+import { costFigures } from './cost-figures.ts';
+import { runEmbedded, type EmbeddedRun } from './embedded-run.ts';
+import { failoverTimes } from './failover-times.ts';
 
 const USAGE =
-  'usage: npm run dev:cluster [-- --workers W --parallelism P --shards N --records R --accounts A --exchange --merchants M --probes K --lease-duration-ms MS --kill-after-ms MS --json --verbose]';
+  'usage: npm run dev:cluster [-- --workers W --parallelism P --shards N --records R --accounts A --exchange --merchants M --probes K --lease-duration-ms MS --kill-after-ms MS --state-dir-per-worker --embedded --json --verbose]';
 
 const { values } = parseArgs({
   options: {
@@ -43,6 +48,8 @@ const { values } = parseArgs({
     'kill-after-ms': { type: 'string' },
     'timeout-ms': { type: 'string', default: '300000' },
     exchange: { type: 'boolean', default: false },
+    'state-dir-per-worker': { type: 'boolean', default: false },
+    embedded: { type: 'boolean', default: false },
     json: { type: 'boolean', default: false },
     verbose: { type: 'boolean', default: false },
   },
@@ -86,9 +93,19 @@ async function main(): Promise<number> {
     shards,
     leaseDurationMs,
     exchange,
+    countCalls: true,
+    stateDirPerWorker: values['state-dir-per-worker'],
     onEvent: values.verbose ? (source, event) => console.error(`${source} ${JSON.stringify(event)}`) : undefined,
   });
   let stopped = false;
+  // Interrupted (Ctrl-C, a test's timeout): stop the workers and emulators rather than leave them running.
+  const interrupt = (signal: NodeJS.Signals): void => {
+    if (stopped) return;
+    stopped = true;
+    void cluster.stop().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  };
+  process.once('SIGINT', interrupt);
+  process.once('SIGTERM', interrupt);
   try {
     const generated = generateTransactions(records, accounts, 42);
     const input = exchange ? withMerchants(generated, merchants) : generated;
@@ -96,17 +113,20 @@ async function main(): Promise<number> {
     const half = Math.floor(input.length / 2);
     await cluster.feed(input.slice(0, half));
     say(`stream "transactions" (${shards} shards): ${half} records put; starting ${workers} workers`);
+    // The counted window: from the workers' start (every record is read in it) to the table's convergence.
+    const windowStart = { at: Date.now(), calls: snapshotCounts(cluster.calls), sfn: cluster.stepFunctionsStats(), bytes: await cluster.stateDirBytesWritten(), checkpoints: cluster.coordinatorEvents('checkpoint-completed').length };
     for (let i = 1; i <= workers; i++) cluster.startWorker(`w${i}`);
     await waitUntil('every slot to start', () => new Set(cluster.workerEvents('slot-started').map((l) => l.event['slot'])).size === parallelism, 120_000);
     const running = Date.now();
     await cluster.feed(input.slice(half));
     say(`${input.length - half} more records put`);
 
-    let failover: { worker: string; slots: number[]; killedAt: number; ms?: number } | undefined;
+    let failover: { worker: string; slots: number[]; killedAt: number; ms?: number; detectMs?: number; restoreMs?: number; restoreReportedMs?: number; restore?: string } | undefined;
     if (killAfterMs !== undefined) {
       await new Promise((resolve) => setTimeout(resolve, killAfterMs));
-      const victim = [...cluster.workers.values()].find((w) => cluster.workerEvents('slot-started', w.id).length > 0)!;
-      const slots = currentSlots(cluster, victim.id);
+      // A worker that holds a slot now: one whose slots balancing handed over would make a vacuous failover.
+      const victim = [...cluster.workers.values()].find((w) => cluster.heldSlots(w.id).length > 0) ?? [...cluster.workers.values()][0]!;
+      const slots = cluster.heldSlots(victim.id).sort((a, b) => a - b);
       const killedAt = Date.now();
       victim.child.kill('SIGKILL');
       failover = { worker: victim.id, slots, killedAt };
@@ -118,7 +138,8 @@ async function main(): Promise<number> {
       );
       const restarts = cluster.log.filter((l) => l.at > killedAt && l.event['event'] === 'slot-started' && slots.includes(l.event['slot'] as number));
       failover.ms = Math.max(...restarts.map((l) => l.at)) - killedAt;
-      say(`failover: slots ${slots.join(', ')} running again ${failover.ms} ms after the SIGKILL`);
+      Object.assign(failover, failoverTimes(cluster.log, victim.id, slots, killedAt) ?? {});
+      say(`failover: slots ${slots.join(', ')} running again ${failover.ms} ms after the SIGKILL (lease taken after ${failover.detectMs} ms, restore ${failover.restore} ${failover.restoreMs} ms)`);
     }
 
     let differences: string[] = [];
@@ -135,6 +156,22 @@ async function main(): Promise<number> {
       () => false,
     );
     const convergedMs = Date.now() - running;
+    const windowEnd = { at: Date.now(), calls: snapshotCounts(cluster.calls), sfn: cluster.stepFunctionsStats(), bytes: await cluster.stateDirBytesWritten(), checkpoints: cluster.coordinatorEvents('checkpoint-completed').length };
+    const figures = costFigures({
+      checkpoints: windowEnd.checkpoints - windowStart.checkpoints,
+      events: records,
+      ms: windowEnd.at - windowStart.at,
+      calls: diffCounts(windowEnd.calls, windowStart.calls),
+      stepFunctions: {
+        supervisorTransitions: windowEnd.sfn.supervisorTransitions - windowStart.sfn.supervisorTransitions,
+        cyclesTransitions: windowEnd.sfn.cyclesTransitions - windowStart.sfn.cyclesTransitions,
+        handlerCalls: diffRecord(windowEnd.sfn.handlerCalls, windowStart.sfn.handlerCalls),
+        handlerMs: diffRecord(windowEnd.sfn.handlerMs, windowStart.sfn.handlerMs),
+      },
+      stateDirBytesWritten: windowEnd.bytes - windowStart.bytes,
+      sinkTables: [cluster.tableName, `${cluster.tableName}-markers`],
+    });
+    const windowCalls = diffCounts(windowEnd.calls, windowStart.calls);
     // A record's latency from put to committed row, on the idle job: one probe record at a time, a key of its own.
     const latencies: number[] = [];
     for (let i = 0; equal && i < probes; i++) {
@@ -148,8 +185,14 @@ async function main(): Promise<number> {
       if (arrived) latencies.push(Date.now() - put);
     }
 
+    let embedded: EmbeddedRun | undefined;
     const stop = await cluster.sluice(['aws', 'stop', '--job-id', cluster.jobId, '--control-table', 'sluice-control', '--timeout-ms', '120000']);
     const savepoint = stop.stdout.trim();
+    if (values.embedded) {
+      // After the cluster's halt (its workers idle), on the same emulators: the same job, `sluice run`.
+      say('running the same job embedded (sluice run) for its checkpoint durations ...');
+      embedded = await runEmbedded(cluster, input, reference, { parallelism, shards, checkpointIntervalMs: cluster.options.checkpointIntervalMs, timeoutMs });
+    }
     const exits = await cluster.stop();
     stopped = true;
     const survivors = Object.entries(exits).filter(([id]) => id !== failover?.worker);
@@ -162,7 +205,7 @@ async function main(): Promise<number> {
       events[kind] = (events[kind] ?? 0) + 1;
     }
     const summary = {
-      ok: equal && cleanExits && stop.code === 0,
+      ok: equal && cleanExits && stop.code === 0 && (embedded === undefined || embedded.tableEqualsReference),
       workers,
       parallelism,
       shards,
@@ -178,7 +221,25 @@ async function main(): Promise<number> {
       checkpointIntervalMs: cluster.options.checkpointIntervalMs,
       exchange,
       recordLatencyMs: { probes: latencies.length, p50: percentile(latencies, 50), max: percentile(latencies, 100) },
-      failover: failover === undefined ? undefined : { worker: failover.worker, slots: failover.slots, ms: failover.ms },
+      failover:
+        failover === undefined
+          ? undefined
+          : { worker: failover.worker, slots: failover.slots, ms: failover.ms, detectMs: failover.detectMs, restoreMs: failover.restoreMs, restoreReportedMs: failover.restoreReportedMs, restore: failover.restore, stateDirPerWorker: values['state-dir-per-worker'] },
+      perCheckpoint: figures.perCheckpoint,
+      perMillionEvents: figures.perMillionEvents,
+      window: figures.window,
+      method: figures.method,
+      calls: windowCalls,
+      embedded:
+        embedded === undefined
+          ? undefined
+          : {
+              tableEqualsReference: embedded.tableEqualsReference,
+              convergedMs: embedded.convergedMs,
+              checkpointsCompleted: embedded.checkpointDurations.length,
+              checkpointMs: { p50: percentile(embedded.checkpointDurations, 50), p95: percentile(embedded.checkpointDurations, 95), max: percentile(embedded.checkpointDurations, 100) },
+              stopCode: embedded.stopCode,
+            },
       stop: { code: stop.code, savepoint: stop.code === 0 ? savepoint : stop.stderr.trim() },
       exits,
       events,
@@ -190,7 +251,13 @@ async function main(): Promise<number> {
       if (latencies.length > 0) {
         say(`record latency, put -> committed row (${latencies.length} probes, checkpoint interval ${cluster.options.checkpointIntervalMs} ms${exchange ? ', one exchange hop' : ''}): p50 ${summary.recordLatencyMs.p50} ms, max ${summary.recordLatencyMs.max} ms`);
       }
-      if (failover !== undefined) say(`failover after SIGKILL of ${failover.worker}: ${failover.ms} ms (lease ${leaseDurationMs} ms)`);
+      if (embedded !== undefined) {
+        const e = summary.embedded!;
+        say(`embedded (sluice run, same job, P=${parallelism}): ${e.checkpointsCompleted} checkpoints, duration p50 ${e.checkpointMs.p50} ms, p95 ${e.checkpointMs.p95} ms; table ${e.tableEqualsReference ? 'equal' : 'NOT equal'} after ${e.convergedMs} ms`);
+      }
+      if (failover !== undefined) say(`failover after SIGKILL of ${failover.worker}: ${failover.ms} ms (lease ${leaseDurationMs} ms; detect ${failover.detectMs} ms, restore ${failover.restore} ${failover.restoreMs} ms)`);
+      say(`per checkpoint (${figures.window.checkpoints} in the counted window): ${JSON.stringify(figures.perCheckpoint, (k, v: unknown) => (k === 'method' ? undefined : v))}`);
+      say(`per million events (${figures.window.events} in the window): ${JSON.stringify(figures.perMillionEvents, (k, v: unknown) => (k === 'method' ? undefined : v))}`);
       say(`sluice aws stop: exit ${stop.code}${stop.code === 0 ? `, savepoint ${savepoint}` : `: ${stop.stderr.trim()}`}`);
       say(`worker exits: ${Object.entries(exits).map(([id, e]) => `${id} ${e.code ?? e.signal}`).join(', ')}`);
       say(`events: ${Object.entries(events).map(([k, n]) => `${k} ${n}`).join(', ')}`);
@@ -204,14 +271,6 @@ async function main(): Promise<number> {
   }
 }
 
-/** Slots a worker runs now: started and not released or lost since. */
-function currentSlots(cluster: LocalCluster, id: string): number[] {
-  const slots = new Set<number>();
-  for (const l of cluster.workerEvents(undefined, id)) {
-    const slot = l.event['slot'];
-    if (typeof slot !== 'number') continue;
-    if (l.event['event'] === 'slot-started') slots.add(slot);
-    if (l.event['event'] === 'released' || l.event['event'] === 'lease-lost') slots.delete(slot);
-  }
-  return [...slots].sort((a, b) => a - b);
+function diffRecord(after: Record<string, number>, before: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]));
 }

@@ -9,15 +9,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
-import type { S3Client } from '@aws-sdk/client-s3';
+import { S3Client } from '@aws-sdk/client-s3';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { ensureTable } from '../../lib/connectors/aws/dynamodb/ensure-table.ts';
 import { DEFAULT_SINK_COMMIT_REGISTRY } from '../../lib/connectors/aws/cluster/sink-commit-registry.ts';
 import { LocalStepFunctions, type LocalRunStats } from '../../functions/coordinator/local/local-step-functions.ts';
 import { useSettings } from '../../functions/coordinator/settings.ts';
 import { BUCKET, COMMIT_TABLE, startExampleStack, type ExampleStack } from '../../test/harness/aws/example-stack.ts';
 import { createStream, putRecords } from '../../test/harness/aws/kinesis-emulator.ts';
+import { emptyCounts, type AwsCallCounts } from './aws-call-counts.ts';
+import { startCountingProxy, type CountingProxy } from './counting-proxy.ts';
+import { DirWriteMeter } from './dir-write-meter.ts';
 
 export const JOB_PATH = fileURLToPath(new URL('../../examples/cluster-account-totals.ts', import.meta.url));
 /** The exchange job: totals per merchant from a stream partitioned by account (its keyBy crosses slots). */
@@ -43,6 +46,17 @@ export interface LocalClusterOptions {
    * @default false
    */
   readonly exchange?: boolean;
+  /**
+   * Put a counting proxy in front of each emulator and point every process (workers, the CLI, the coordinator's
+   * clients) at it: `calls` then holds every AWS call of the job, and `stateDirBytesWritten()` measures the state
+   * dir. The cluster's own feeding and table reads go to the emulators directly. @default false
+   */
+  readonly countCalls?: boolean;
+  /**
+   * Give each worker its own state dir instead of one shared dir standing in for EFS: a slot taken from another
+   * worker then cannot reuse its RocksDB databases and restores from S3. @default false
+   */
+  readonly stateDirPerWorker?: boolean;
   /** Every worker event and coordinator log line, as it happens. */
   readonly onEvent?: (source: string, event: Record<string, unknown>) => void;
   /** Cycles executions a supervisor execution runs before it continues as new (its input `maxChildren`). @default the ASL's (300) */
@@ -114,11 +128,16 @@ export class LocalCluster {
   readonly jobId = 'totals';
   /** Workers' and the config's checkpoint dir: workers take no parameters (the control table fences their writes). */
   readonly checkpointDir = `s3://${BUCKET}/totals`;
+  /** Every AWS call through the counting proxies (all zero without `countCalls`). */
+  readonly calls: AwsCallCounts = emptyCounts();
   private readonly stateDir: string;
   private readonly tempDir: string;
   private runner: Promise<unknown> | undefined;
   private readonly ownClients: DynamoDBClient[] = [];
   private sfn: LocalStepFunctions | undefined;
+  private proxies: Record<'kinesis' | 's3' | 'dynamodb', CountingProxy> | undefined;
+  private coordinatorClients: { dynamo: DynamoDBClient; s3: S3Client } | undefined;
+  private meter: DirWriteMeter | undefined;
 
   private constructor(
     readonly stack: ExampleStack,
@@ -129,10 +148,28 @@ export class LocalCluster {
     this.stateDir = join(this.tempDir, 'efs');
   }
 
+  /** The `--state-dir` of worker `id`: the shared one, or its own with `stateDirPerWorker`. */
+  stateDirOf(id: string): string {
+    return this.options.stateDirPerWorker ? join(this.tempDir, `state-${id}`) : this.stateDir;
+  }
+
+  /** What the local Step Functions runner did so far (state transitions, handler calls and time). */
+  stepFunctionsStats(): LocalRunStats {
+    const stats = this.sfn?.stats ?? { supervisorExecutions: [], cyclesExecutions: 0, supervisorTransitions: 0, cyclesTransitions: 0, handlerCalls: {}, handlerMs: {} };
+    return JSON.parse(JSON.stringify(stats)) as LocalRunStats;
+  }
+
+  /** Bytes written under the workers' state dirs so far (needs `countCalls`; 0 without). */
+  async stateDirBytesWritten(): Promise<number> {
+    return (await this.meter?.bytesWritten()) ?? 0;
+  }
+
   /** Starts the emulators, creates the stream and tables, deploys the job and starts the coordinator; no workers yet. */
   static async start(options: LocalClusterOptions = {}): Promise<LocalCluster> {
     const stack = await startExampleStack();
     const cluster = new LocalCluster(stack, {
+      countCalls: options.countCalls ?? false,
+      stateDirPerWorker: options.stateDirPerWorker ?? false,
       parallelism: options.parallelism ?? 2,
       shards: options.shards ?? 2,
       leaseDurationMs: options.leaseDurationMs ?? 3000,
@@ -156,7 +193,26 @@ export class LocalCluster {
 
   /** Environment of every process: the emulators' endpoints, dummy credentials (s3rver's own key), the commit table. */
   get env(): Record<string, string> {
-    return { ...this.stack.env, SLUICE_JOB_ID: this.jobId, SLUICE_CONTROL_TABLE: CONTROL_TABLE };
+    const proxied: Record<string, string> =
+      this.proxies === undefined
+        ? {}
+        : { AWS_ENDPOINT_URL_KINESIS: this.proxies.kinesis.endpoint, AWS_ENDPOINT_URL_S3: this.proxies.s3.endpoint, AWS_ENDPOINT_URL_DYNAMODB: this.proxies.dynamodb.endpoint };
+    return { ...this.stack.env, ...proxied, SLUICE_JOB_ID: this.jobId, SLUICE_CONTROL_TABLE: CONTROL_TABLE };
+  }
+
+  private async startCounting(): Promise<void> {
+    const [kinesis, s3, dynamodb] = await Promise.all([
+      startCountingProxy('kinesis', this.stack.kinesis.endpoint, this.calls),
+      startCountingProxy('s3', this.stack.s3.endpoint, this.calls),
+      startCountingProxy('dynamodb', this.stack.dynamodb.endpoint, this.calls),
+    ]);
+    this.proxies = { kinesis, s3, dynamodb };
+    this.coordinatorClients = {
+      dynamo: new DynamoDBClient({ ...this.stack.dynamodb.clientConfig, endpoint: dynamodb.endpoint, requestHandler: new NodeHttpHandler() }),
+      s3: new S3Client({ ...this.stack.s3.clientConfig, endpoint: s3.endpoint, forcePathStyle: true, requestHandler: new NodeHttpHandler() }),
+    };
+    this.meter = new DirWriteMeter(() => [this.tempDir].flatMap((root) => [join(root, 'efs'), ...[...this.workers.keys()].map((id) => join(root, `state-${id}`))]));
+    this.meter.start();
   }
 
   private jobFlags(): string[] {
@@ -178,6 +234,7 @@ export class LocalCluster {
   }
 
   private async setUp(): Promise<void> {
+    if (this.options.countCalls) await this.startCounting();
     const client = this.stack.dynamodb.client;
     await Promise.all([
       createStream(this.stack.kinesisClient, STREAM, this.options.shards),
@@ -206,7 +263,7 @@ export class LocalCluster {
       ackPollMs: 100,
       cycleSeconds: this.options.cycleSeconds,
       dynamo: this.coordinatorDynamo(),
-      s3: this.stack.s3.client as S3Client,
+      s3: this.coordinatorClients?.s3 ?? (this.stack.s3.client as S3Client),
       registry: DEFAULT_SINK_COMMIT_REGISTRY,
       now: () => Date.now(),
       log: (event) => this.record('coordinator', event),
@@ -223,8 +280,10 @@ export class LocalCluster {
   /** The emulator's client, or with `coordinatorFault` a client of its own whose calls the fault sees. */
   private coordinatorDynamo(): DynamoDBClient {
     const fault = this.options.coordinatorFault;
-    if (fault === undefined) return this.stack.dynamodb.client;
-    const client = new DynamoDBClient({ ...this.stack.dynamodb.clientConfig, requestHandler: new NodeHttpHandler() });
+    if (fault === undefined) return this.coordinatorClients?.dynamo ?? this.stack.dynamodb.client;
+    // Through the counting proxy when calls are counted, like the coordinator's other clients.
+    const endpoint = this.proxies?.dynamodb.endpoint ?? this.stack.dynamodb.clientConfig.endpoint;
+    const client = new DynamoDBClient({ ...this.stack.dynamodb.clientConfig, endpoint, requestHandler: new NodeHttpHandler() });
     this.ownClients.push(client);
     client.middlewareStack.add(
       (next, context) => async (args) => {
@@ -276,7 +335,7 @@ export class LocalCluster {
       '--job-id', this.jobId,
       '--control-table', CONTROL_TABLE,
       '--checkpoint-dir', this.checkpointDir,
-      '--state-dir', this.stateDir,
+      '--state-dir', this.stateDirOf(id),
       '--worker-id', id,
       '--lease-duration-ms', String(this.options.leaseDurationMs),
       '--control-poll-ms', String(this.options.controlPollMs),
@@ -363,18 +422,18 @@ export class LocalCluster {
   }
 
   /** Puts the transactions, partition key = account (what the aligned keyBy requires); returns each one's shard. */
-  async feed(transactions: readonly Transaction[]): Promise<{ shardId: string; sequenceNumber: string }[]> {
+  async feed(transactions: readonly Transaction[], stream = STREAM): Promise<{ shardId: string; sequenceNumber: string }[]> {
     const records = transactions.map((t) => ({ key: t.account, data: Buffer.from(JSON.stringify(t), 'utf8') }));
-    return putRecords(this.stack.kinesisClient, STREAM, records);
+    return putRecords(this.stack.kinesisClient, stream, records);
   }
 
   /** The sink table: account (merchant for the exchange job) -> totals (commit markers live in their own table). */
-  async table(): Promise<Map<string, Totals>> {
+  async table(name = this.tableName): Promise<Map<string, Totals>> {
     const out = new Map<string, Totals>();
     const key = this.tableKey;
     let start: Record<string, AttributeValue> | undefined;
     do {
-      const page = await this.stack.dynamodb.client.send(new ScanCommand({ TableName: this.tableName, ExclusiveStartKey: start, ConsistentRead: true }));
+      const page = await this.stack.dynamodb.client.send(new ScanCommand({ TableName: name, ExclusiveStartKey: start, ConsistentRead: true }));
       for (const item of page.Items ?? []) {
         const row = unmarshall(item) as Record<string, unknown>;
         out.set(String(row[key]), { count: Number(row['count']), totalCents: Number(row['totalCents']) });
@@ -402,6 +461,10 @@ export class LocalCluster {
     await this.runner;
     useSettings(undefined);
     for (const client of this.ownClients) client.destroy();
+    await this.meter?.stop();
+    this.coordinatorClients?.dynamo.destroy();
+    this.coordinatorClients?.s3.destroy();
+    await Promise.all(Object.values(this.proxies ?? {}).map((p) => p.stop()));
     await this.stack.stop();
     rmSync(this.tempDir, { recursive: true, force: true });
     return exits;

@@ -101,6 +101,8 @@ export interface LocalRunStats {
   cyclesTransitions: number;
   /** Handler invocations by placeholder (Lambda requests). */
   handlerCalls: Record<string, number>;
+  /** Wall-clock milliseconds spent in each handler, by placeholder (Lambda bills duration). */
+  handlerMs: Record<string, number>;
 }
 
 interface Running {
@@ -128,7 +130,7 @@ export function polyfillWithResolvers(): void {
 }
 
 export class LocalStepFunctions {
-  readonly stats: LocalRunStats = { supervisorExecutions: [], cyclesExecutions: 0, supervisorTransitions: 0, cyclesTransitions: 0, handlerCalls: {} };
+  readonly stats: LocalRunStats = { supervisorExecutions: [], cyclesExecutions: 0, supervisorTransitions: 0, cyclesTransitions: 0, handlerCalls: {}, handlerMs: {} };
   private stopped = false;
   private readonly running = new Set<Running>();
 
@@ -166,7 +168,12 @@ export class LocalStepFunctions {
     const wrapped = this.options.wrap?.(placeholder, real) ?? real;
     return async (input) => {
       this.stats.handlerCalls[placeholder] = (this.stats.handlerCalls[placeholder] ?? 0) + 1;
-      return wrapped(input);
+      const started = performance.now();
+      try {
+        return await wrapped(input);
+      } finally {
+        this.stats.handlerMs[placeholder] = (this.stats.handlerMs[placeholder] ?? 0) + (performance.now() - started);
+      }
     };
   }
 
