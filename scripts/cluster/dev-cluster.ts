@@ -22,7 +22,6 @@ import {
   referenceMerchantTotals,
   referenceTotals,
   withMerchants,
-  TABLE,
   tableDifferences,
   waitUntil,
 } from './local-cluster.ts';
