@@ -50,8 +50,10 @@ export function executionName(requestId: string): string {
   return `deploy-${requestId.replace(/[^A-Za-z0-9_-]/g, '-')}`.slice(0, 80);
 }
 
+/** The state machine a physical id names; undefined for `sluice-supervisor:none` (a Create that started nothing). */
 function supervisorOf(physicalId: string | undefined): string | undefined {
-  return physicalId?.startsWith(PHYSICAL_PREFIX) === true ? physicalId.slice(PHYSICAL_PREFIX.length) : undefined;
+  const arn = physicalId?.startsWith(PHYSICAL_PREFIX) === true ? physicalId.slice(PHYSICAL_PREFIX.length) : undefined;
+  return arn?.startsWith('arn:') === true ? arn : undefined;
 }
 
 async function stopAll(control: SupervisorControl, stateMachineArn: string, log: SupervisorResourceDeps['log']): Promise<number> {
