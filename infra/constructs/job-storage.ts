@@ -1,4 +1,4 @@
-import { Duration } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, Table } from 'aws-cdk-lib/aws-dynamodb';
 import { type IStream, Stream, StreamEncryption } from 'aws-cdk-lib/aws-kinesis';
 import { BlockPublicAccess, Bucket, BucketEncryption } from 'aws-cdk-lib/aws-s3';
@@ -55,7 +55,7 @@ export class JobStorage extends Construct {
         : Stream.fromStreamArn(this, 'SourceStream', settings.stream);
     // Its records are read-committed copies of in-flight data: nothing to keep once the job is gone.
     this.exchangeStream = settings.exchange
-      ? new Stream(this, 'ExchangeStream', { shardCount: settings.parallelism, encryption: StreamEncryption.MANAGED })
+      ? new Stream(this, 'ExchangeStream', { shardCount: settings.parallelism, encryption: StreamEncryption.MANAGED, removalPolicy: RemovalPolicy.DESTROY })
       : undefined;
     this.checkpointDir = `s3://${this.bucket.bucketName}/${settings.jobId}?commitTable=${this.commitTable.tableName}`;
   }
