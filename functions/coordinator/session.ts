@@ -109,11 +109,16 @@ export class CoordinatorSession {
 
   /**
    * Recover's first step: take the item over for this execution (the newest supervisor execution owns the job),
-   * creating the coordinator from the checkpoints in storage when there is none, or when the last one stopped.
+   * creating the coordinator from the checkpoints in storage when there is none, or when the last one stopped or
+   * its halted job was resumed.
    */
   async claim(): Promise<void> {
     const existing = this.item;
-    if (existing !== undefined && existing.state.status !== 'stopped') {
+    // A halted coordinator whose job was resumed since (`control.resumed` written with `halted` removed): start a
+    // new one, as after a stop. A halt always writes `control.halted` before the coordinator's state says halted.
+    const haltedControl = existing?.state.status === 'halted' ? await this.table.readControl() : undefined;
+    const resumed = haltedControl !== undefined && haltedControl.halted === undefined && haltedControl.resumed !== undefined;
+    if (existing !== undefined && existing.state.status !== 'stopped' && !resumed) {
       await this.save(existing, true);
       return;
     }

@@ -35,6 +35,9 @@ export function formatClusterStatus(status: ClusterJobStatus, now: number): stri
       `control: completed ${completed}${trigger}, sinks committed through ${control.sinkCommittedThrough}, lease generation ${control.leaseGeneration}`,
     );
     if (control.halted !== undefined) lines.push(`  halted after savepoint ${control.halted.checkpointId}: ${control.halted.savepointPath}`);
+    if (control.resumed !== undefined && control.halted === undefined) {
+      lines.push(`  resumed from savepoint ${control.resumed.checkpointId}: ${control.resumed.savepointPath} (request ${control.resumed.requestId})`);
+    }
   }
   const coordinator = status.coordinator;
   if (coordinator === undefined) {

@@ -157,6 +157,12 @@ export interface ControlItem {
   readonly sinkCommittedThrough: number;
   /** Set once a stop's savepoint completed: workers stop every slot and release its lease. */
   readonly halted?: { readonly checkpointId: number; readonly savepointPath: string };
+  /**
+   * Set by a resume of a halted job (the control state machine's `resume`), which removes `halted` and `completed`
+   * and sets `config.restoreFrom` to the stop savepoint in the same transaction: slots restore from that savepoint
+   * and the next Recover starts a new coordinator. `requestId` makes a retried resume a no-op.
+   */
+  readonly resumed?: { readonly requestId: string; readonly checkpointId: number; readonly savepointPath: string; readonly at: number };
 }
 
 /** The sink committables of one slot for one checkpoint, written as one object beside its task states. */

@@ -113,7 +113,7 @@ interface StateMachineLike {
 }
 
 /** aws-local-stepfunctions declares Node 22 and uses Promise.withResolvers; Node 20 lacks it. */
-function polyfillWithResolvers(): void {
+export function polyfillWithResolvers(): void {
   const p = Promise as unknown as { withResolvers?: unknown };
   if (p.withResolvers !== undefined) return;
   p.withResolvers = function withResolvers<T>() {

@@ -4,6 +4,7 @@ import {
   GetItemCommand,
   PutItemCommand,
   QueryCommand,
+  TransactWriteItemsCommand,
   type AttributeValue,
   type WriteRequest,
 } from '@aws-sdk/client-dynamodb';
@@ -16,6 +17,7 @@ import {
   jobPartition,
   type ClusterConfigItem,
   type ControlItem,
+  type CoordinatorItem,
   type LeaseItem,
   type RequestItem,
 } from '../../../cluster/control-items.ts';
@@ -230,6 +232,72 @@ export class JobAdminTable implements JobAdmin {
         );
       }
       await sleep(Math.min(pollMs, Math.max(0, deadline - this.now())));
+    }
+  }
+
+  /** One consistent read of a request item; undefined when there is none (the control state machine polls with it). */
+  async readRequest(id: string): Promise<RequestItem | undefined> {
+    return this.get<RequestItem>(ControlKeys.request(id));
+  }
+
+  /**
+   * Resumes a halted job from its stop savepoint (see `ControlItem.resumed`). Idempotent per `requestId`; a job that
+   * is not halted is refused (ClusterControlError, not retriable). The caller starts a supervisor execution.
+   */
+  async resume(requestId: string): Promise<NonNullable<ControlItem['resumed']>> {
+    for (let attempt = 0; ; attempt++) {
+      const [config, control, coordinator] = await Promise.all([
+        this.get<ClusterConfigItem>(ControlKeys.config),
+        this.get<ControlItem>(ControlKeys.control),
+        this.get<Pick<CoordinatorItem, 'state'>>(ControlKeys.coordinator),
+      ]);
+      const job = `job "${this.options.jobId}" in table ${this.options.tableName}`;
+      if (config === undefined || control === undefined) throw new ClusterControlError(`${job} has no config: deploy it with "sluice aws init" first`);
+      const halted = control.halted;
+      if (halted === undefined) {
+        const resumed = control.resumed;
+        // The same request again (a retried handler), or an earlier resume whose supervisor never took over: both
+        // only need the supervisor started, which the caller does.
+        if (resumed !== undefined && (resumed.requestId === requestId || coordinator?.state.status === 'halted')) return resumed;
+        throw new ClusterControlError(
+          `${job} is not stopped (its control item has no "halted"): there is nothing to resume. Stop it first with "sluice aws stop" or the control state machine's "stop"`,
+        );
+      }
+      const resumed = { requestId, checkpointId: halted.checkpointId, savepointPath: halted.savepointPath, at: this.now() };
+      try {
+        await this.client.send(
+          new TransactWriteItemsCommand({
+            TransactItems: [
+              {
+                Update: {
+                  TableName: this.options.tableName,
+                  Key: this.key(ControlKeys.control),
+                  // `completed` goes too: it is older than the savepoint, and a slot restores `completed` first.
+                  UpdateExpression: 'SET #resumed = :resumed REMOVE #halted, #completed',
+                  ConditionExpression: '#halted.checkpointId = :checkpoint',
+                  ExpressionAttributeNames: { '#resumed': 'resumed', '#halted': 'halted', '#completed': 'completed' },
+                  ExpressionAttributeValues: { ':resumed': { M: marshall(resumed, MARSHALL) }, ':checkpoint': { N: String(halted.checkpointId) } },
+                },
+              },
+              {
+                Update: {
+                  TableName: this.options.tableName,
+                  Key: this.key(ControlKeys.config),
+                  UpdateExpression: 'SET #restoreFrom = :path',
+                  ConditionExpression: 'attribute_exists(#pk)',
+                  ExpressionAttributeNames: { '#restoreFrom': 'restoreFrom', '#pk': PK },
+                  ExpressionAttributeValues: { ':path': { S: halted.savepointPath } },
+                },
+              },
+            ],
+          }),
+        );
+        return resumed;
+      } catch (error) {
+        // Another resume (or a new stop) changed `control` between the read and the write: decide again on what is there now.
+        if (awsErrorName(error) === 'TransactionCanceledException' && attempt < 3) continue;
+        throw this.failure('resume', error);
+      }
     }
   }
 
