@@ -10,6 +10,7 @@ import {
   FargateTaskDefinition,
   OperatingSystemFamily,
 } from 'aws-cdk-lib/aws-ecs';
+import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
 import type { AccessPoint} from 'aws-cdk-lib/aws-efs';
 import { FileSystem, PerformanceMode, ThroughputMode } from 'aws-cdk-lib/aws-efs';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
@@ -22,14 +23,24 @@ import type { SluiceJobSettings } from './sluice-job-props.ts';
 
 /** The uid/gid the access point writes as: the worker image's non-root user. */
 export const WORKER_UID = '1000';
-/** Where the state directory is in the worker container. */
-export const EFS_STATE_DIR = '/mnt/sluice-state';
-export const EPHEMERAL_STATE_DIR = '/tmp/sluice-state';
+/**
+ * The state directory in the worker container: the image's, owned by its non-root user (uid 1000); with EFS the
+ * access point's mount replaces it.
+ */
+export const STATE_DIR = '/var/lib/sluice/state';
 /** ECS waits this long after SIGTERM: the worker stops its slots and releases its leases within 110 s. */
 export const WORKER_STOP_TIMEOUT_SECONDS = 120;
 
 const SOURCE_READ_ACTIONS = ['kinesis:DescribeStreamSummary', 'kinesis:ListShards', 'kinesis:GetShardIterator', 'kinesis:GetRecords'];
 const FAN_OUT_ACTIONS = ['kinesis:RegisterStreamConsumer', 'kinesis:DescribeStreamConsumer', 'kinesis:SubscribeToShard'];
+
+/**
+ * The repository's Dockerfile, built for linux/amd64 with the job module bundled in (`--build-arg JOB`). Synth needs
+ * no Docker: the asset is built and pushed only at deploy time.
+ */
+export function workerImageAsset(jobModule: string): ContainerImage {
+  return ContainerImage.fromAsset(REPO_ROOT, { file: 'Dockerfile', platform: Platform.LINUX_AMD64, buildArgs: { JOB: jobModule } });
+}
 
 /** The slot workers: VPC, ECS cluster, Fargate service and its roles, and the EFS state directory. */
 export class JobWorkers extends Construct {
@@ -80,19 +91,18 @@ export class JobWorkers extends Construct {
     // Kinesis server-side encryption with the AWS managed key needs no KMS grant.
 
     this.logGroup = new LogGroup(this, 'Logs', { retention: RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.DESTROY });
-    const stateDir = settings.stateStorage === 'efs' ? EFS_STATE_DIR : EPHEMERAL_STATE_DIR;
     const environment: Record<string, string> = {
       SLUICE_JOB_ID: settings.jobId,
       SLUICE_CONTROL_TABLE: storage.controlTable.tableName,
       SLUICE_CHECKPOINT_DIR: storage.checkpointDir,
-      SLUICE_STATE_DIR: stateDir,
+      SLUICE_STATE_DIR: STATE_DIR,
       AWS_REGION: Stack.of(this).region,
     };
     if (storage.exchangeStream !== undefined) environment['SLUICE_EXCHANGE_STREAM'] = storage.exchangeStream.streamName;
     const container = this.taskDefinition.addContainer('worker', {
-      image: settings.workerImage ?? ContainerImage.fromAsset(REPO_ROOT),
-      // The image's entrypoint is `sluice worker`; the job file and its flags follow.
-      command: [settings.jobModule, ...settings.jobFlags],
+      image: settings.workerImage ?? workerImageAsset(settings.jobModule),
+      // The image's entrypoint is `sluice worker <the bundled job>`; the job's flags follow.
+      ...(settings.jobFlags.length === 0 ? {} : { command: [...settings.jobFlags] }),
       environment,
       logging: new AwsLogDriver({ logGroup: this.logGroup, streamPrefix: 'worker' }),
       stopTimeout: Duration.seconds(WORKER_STOP_TIMEOUT_SECONDS),
@@ -134,7 +144,7 @@ export class JobWorkers extends Construct {
           authorizationConfig: { accessPointId: this.accessPoint.accessPointId, iam: 'ENABLED' },
         },
       });
-      container.addMountPoints({ sourceVolume: 'state', containerPath: EFS_STATE_DIR, readOnly: false });
+      container.addMountPoints({ sourceVolume: 'state', containerPath: STATE_DIR, readOnly: false });
       // Only through the access point (its fixed uid), only over a mount target.
       taskRole.addToPrincipalPolicy(
         new PolicyStatement({

@@ -1,5 +1,6 @@
 import { Aws, CfnOutput } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
+import { JobControl } from './job-control.ts';
 import { JobCoordinator } from './job-coordinator.ts';
 import { JobMonitoring } from './job-monitoring.ts';
 import { JobStorage } from './job-storage.ts';
@@ -20,6 +21,7 @@ export class SluiceJob extends Construct {
   readonly settings: SluiceJobSettings;
   readonly storage: JobStorage;
   readonly coordinator: JobCoordinator;
+  readonly control: JobControl;
   readonly workers: JobWorkers | undefined;
   readonly monitoring: JobMonitoring;
   /** The cdk-nag findings acknowledged, each with its reason. */
@@ -31,6 +33,7 @@ export class SluiceJob extends Construct {
     const settings = this.settings;
     this.storage = new JobStorage(this, 'Storage', settings);
     this.coordinator = new JobCoordinator(this, 'Coordinator', settings, this.storage);
+    this.control = new JobControl(this, 'Control', settings, this.storage, this.coordinator);
     this.workers = settings.workersMode === 'fargate' ? new JobWorkers(this, 'Workers', settings, this.storage) : undefined;
     this.monitoring = new JobMonitoring(this, 'Monitoring', {
       settings,
@@ -55,6 +58,11 @@ export class SluiceJob extends Construct {
     if (this.storage.exchangeStream !== undefined) out('ExchangeStream', this.storage.exchangeStream.streamName, 'internal exchange stream');
     out('SupervisorStateMachineArn', this.coordinator.supervisor.stateMachineArn, 'coordinator supervisor (Standard)');
     out('CyclesStateMachineArn', this.coordinator.cycles.stateMachineArn, 'coordinator cycles (Express)');
+    out(
+      'ControlStateMachineArn',
+      this.control.stateMachine.stateMachineArn,
+      'start an execution with {"command": "status" | "savepoint" | "stop" | "resume"} to manage the job from the console',
+    );
     out(
       'DashboardUrl',
       `https://${Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards:name=${this.monitoring.dashboard.dashboardName}`,

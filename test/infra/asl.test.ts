@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { COORDINATOR_HANDLERS, CYCLES_ASL, SUPERVISOR_ASL } from '../../infra/constructs/job-coordinator.ts';
+import { CONTROL_ASL, CONTROL_HANDLERS } from '../../infra/constructs/job-control.ts';
 import { REPO_ROOT } from '../../infra/constructs/lambda-bundling.ts';
 
 interface State {
@@ -26,6 +27,7 @@ const MACHINES: { file: string; handlers: Record<string, string>; machines: read
     machines: ['CyclesStateMachineArn', 'SupervisorStateMachineArn'],
   },
   { file: CYCLES_ASL, handlers: Object.fromEntries(Object.values(COORDINATOR_HANDLERS).map((h) => [h.placeholder, h.entry])), machines: [] },
+  { file: CONTROL_ASL, handlers: Object.fromEntries(Object.values(CONTROL_HANDLERS).map((h) => [h.placeholder, h.entry])), machines: ['SupervisorStateMachineArn'] },
 ];
 
 const STATES_INTEGRATION = /^arn:aws:states:::states:startExecution(\.sync:2)?$/;

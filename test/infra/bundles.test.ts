@@ -5,10 +5,11 @@ import { join, relative } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, describe, expect, it } from 'vitest';
 import { COORDINATOR_HANDLERS, SUPERVISOR_RESOURCE_ENTRY } from '../../infra/constructs/job-coordinator.ts';
+import { CONTROL_HANDLERS } from '../../infra/constructs/job-control.ts';
 import { HANDLER_ESBUILD, REPO_ROOT } from '../../infra/constructs/lambda-bundling.ts';
 
 /** Every function the construct deploys, built with the construct's own esbuild settings. */
-const ENTRIES = [...Object.values(COORDINATOR_HANDLERS).map((h) => h.entry), SUPERVISOR_RESOURCE_ENTRY];
+const ENTRIES = [...Object.values(COORDINATOR_HANDLERS).map((h) => h.entry), ...Object.values(CONTROL_HANDLERS).map((h) => h.entry), SUPERVISOR_RESOURCE_ENTRY];
 
 /** What a handler bundle must never contain: job code, the native RocksDB binding, the CLI. */
 const FORBIDDEN = [/^examples\//, /rocksdb/i, /node_modules\/commander\//, /^lib\/cli\//, /^lib\/runtime\//, /^lib\/api\//, /node_modules\/aws-cdk-lib\//];

@@ -61,7 +61,7 @@ beforeAll(() => {
 
 describe('IAM: least privilege', () => {
   it('grants no wildcard action, and Resource * only to actions without resource-level permissions', () => {
-    expect(byRole.size).toBeGreaterThanOrEqual(9);
+    expect(byRole.size).toBeGreaterThanOrEqual(12);
     for (const [role, statements] of byRole) {
       for (const s of statements) {
         expect(s.Effect).toBe('Allow');
@@ -108,6 +108,24 @@ describe('IAM: least privilege', () => {
     expect(supervisorActions).toEqual(['events:DescribeRule', 'events:PutRule', 'events:PutTargets', 'lambda:InvokeFunction', 'states:DescribeExecution', 'states:StartExecution', 'states:StopExecution']);
     const cyclesActions = actionsOf(byRole.get(job.logicalId(cycles.role as never)) ?? []).filter((a) => !a.startsWith('logs:') && !a.startsWith('xray:'));
     expect(cyclesActions).toEqual(['lambda:InvokeFunction']);
+  });
+
+  it('gives the control handlers only the control table and their log group; the control machine only its handlers and the supervisor', () => {
+    const control = job.stack.job.control;
+    for (const [name, fn] of Object.entries(control.functions)) {
+      const statements = byRole.get(job.logicalId(fn.role as never)) ?? [];
+      expect(actionsOf(statements), name).toEqual([...TABLE_READ_ACTIONS, ...TABLE_WRITE_ACTIONS, 'logs:CreateLogStream', 'logs:PutLogEvents', 'xray:PutTraceSegments', 'xray:PutTelemetryRecords'].sort());
+      const table = statements.find((s) => list(s.Action).includes('dynamodb:PutItem'));
+      expect(table?.Resource).toEqual({ 'Fn::GetAtt': [job.logicalId(job.stack.job.storage.controlTable), 'Arn'] });
+    }
+    const machine = byRole.get(job.logicalId(control.stateMachine.role as never)) ?? [];
+    expect(actionsOf(machine).filter((a) => !a.startsWith('logs:') && !a.startsWith('xray:'))).toEqual(['lambda:InvokeFunction', 'states:StartExecution']);
+    const start = machine.find((s) => list(s.Action).includes('states:StartExecution'));
+    expect(start?.Resource).toEqual({ Ref: job.logicalId(job.stack.job.coordinator.supervisor) });
+    const invoke = machine.find((s) => list(s.Action).includes('lambda:InvokeFunction'));
+    expect(list(invoke?.Resource).map((r) => (r as { 'Fn::GetAtt': [string] })['Fn::GetAtt'][0]).sort()).toEqual(
+      Object.values(control.functions).map((f) => job.logicalId(f as never)).sort(),
+    );
   });
 
   it('gives the worker task role the control table, the job prefix, the streams and EFS through the access point only', () => {

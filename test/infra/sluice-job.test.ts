@@ -4,19 +4,20 @@ import { Match } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { COMMIT_TABLE_PARTITION_KEY, COMMIT_TABLE_SORT_KEY } from '../../lib/connectors/aws/s3/index.ts';
 import { COORDINATOR_HANDLERS, CYCLES_ASL, SUPERVISOR_ASL } from '../../infra/constructs/job-coordinator.ts';
-import { EFS_STATE_DIR, WORKER_STOP_TIMEOUT_SECONDS, WORKER_UID } from '../../infra/constructs/job-workers.ts';
+import { STATE_DIR, WORKER_STOP_TIMEOUT_SECONDS, WORKER_UID } from '../../infra/constructs/job-workers.ts';
 import { REPO_ROOT } from '../../infra/constructs/lambda-bundling.ts';
-import { REGISTRY_IMAGE, type SynthesizedJob, synthJob } from './synth-job.ts';
+import { CONTROL_ASL, CONTROL_HANDLERS } from '../../infra/constructs/job-control.ts';
+import { type SynthesizedJob, synthJob } from './synth-job.ts';
 
 type Resources = Record<string, { Type: string; Properties: Record<string, unknown>; DependsOn?: string[]; DeletionPolicy?: string }>;
 
-/** The default deployment (fargate workers, EFS state, a new source stream, public subnets), synthesized once. */
+/** The default deployment (fargate workers from the repository's Dockerfile, EFS state, a new source stream, public subnets), synthesized once. */
 let job: SynthesizedJob;
 let resources: Resources;
 const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
 
 beforeAll(() => {
-  job = synthJob({ workerImage: REGISTRY_IMAGE, jobFlags: ['--table', 'totals'] });
+  job = synthJob({ jobFlags: ['--table', 'totals'] });
   resources = job.template.toJSON()['Resources'] as Resources;
 });
 
@@ -92,7 +93,7 @@ describe('SluiceJob (defaults): coordinator', () => {
   };
 
   it('runs every handler on nodejs24.x with X-Ray and the coordinator settings in its environment', () => {
-    job.template.resourceCountIs('AWS::Lambda::Function', Object.keys(COORDINATOR_HANDLERS).length + 1);
+    job.template.resourceCountIs('AWS::Lambda::Function', Object.keys(COORDINATOR_HANDLERS).length + Object.keys(CONTROL_HANDLERS).length + 1);
     for (const name of Object.keys(COORDINATOR_HANDLERS)) {
       const fn = functionOf(name).Properties;
       expect(fn['Runtime']).toBe('nodejs24.x');
@@ -119,7 +120,9 @@ describe('SluiceJob (defaults): coordinator', () => {
   });
 
   it('builds the supervisor (Standard) and cycles (Express) from the ASL files unchanged, logging ALL with X-Ray', () => {
-    const machines = ofType('AWS::StepFunctions::StateMachine');
+    expect(ofType('AWS::StepFunctions::StateMachine')).toHaveLength(3);
+    const coordinatorIds = [job.stack.job.coordinator.supervisor, job.stack.job.coordinator.cycles].map((m) => job.logicalId(m));
+    const machines = ofType('AWS::StepFunctions::StateMachine').filter(([id]) => coordinatorIds.includes(id));
     expect(machines).toHaveLength(2);
     const byType: Record<string, Record<string, unknown>> = Object.fromEntries(machines.map(([, m]) => [m.Properties['StateMachineType'] as string, m.Properties]));
     expect(byType['STANDARD']?.['DefinitionString']).toBe(readFileSync(join(REPO_ROOT, SUPERVISOR_ASL), 'utf8'));
@@ -135,6 +138,28 @@ describe('SluiceJob (defaults): coordinator', () => {
     expect(JSON.stringify(supervisorSubs['CyclesStateMachineArn'])).toContain(`:stateMachine:${byType['EXPRESS']?.['StateMachineName'] as string}`);
     for (const [name, handler] of Object.entries(COORDINATOR_HANDLERS)) {
       expect(supervisorSubs[handler.placeholder]).toEqual({ 'Fn::GetAtt': [job.logicalId(job.stack.job.coordinator.functions[name as keyof typeof COORDINATOR_HANDLERS] as never), 'Arn'] });
+    }
+  });
+
+  it('builds the Standard control machine from its ASL file, bound to its handlers and the supervisor, logging ALL with X-Ray', () => {
+    const control = resources[job.logicalId(job.stack.job.control.stateMachine)]?.Properties as Record<string, unknown>;
+    expect(control['StateMachineType']).toBe('STANDARD');
+    expect(control['DefinitionString']).toBe(readFileSync(join(REPO_ROOT, CONTROL_ASL), 'utf8'));
+    expect(control['TracingConfiguration']).toEqual({ Enabled: true });
+    expect(control['LoggingConfiguration']).toMatchObject({ Level: 'ALL', IncludeExecutionData: true });
+    const subs = control['DefinitionSubstitutions'] as Record<string, unknown>;
+    expect(Object.keys(subs).sort()).toEqual(['AwaitResultFunctionArn', 'FileRequestFunctionArn', 'SupervisorStateMachineArn']);
+    expect(subs['SupervisorStateMachineArn']).toEqual({ Ref: job.logicalId(job.stack.job.coordinator.supervisor) });
+    for (const [name, handler] of Object.entries(CONTROL_HANDLERS)) {
+      const id = job.logicalId(job.stack.job.control.functions[name as keyof typeof CONTROL_HANDLERS] as never);
+      expect(subs[handler.placeholder]).toEqual({ 'Fn::GetAtt': [id, 'Arn'] });
+      const fn = resources[id]?.Properties as Record<string, unknown>;
+      expect(fn['Runtime']).toBe('nodejs24.x');
+      expect((fn['Environment'] as { Variables: Record<string, unknown> }).Variables).toMatchObject({
+        SLUICE_JOB_ID: 'kinesis-to-dynamodb',
+        SLUICE_CONTROL_TABLE: { Ref: job.logicalId(job.stack.job.storage.controlTable) },
+      });
+      expect(fn['Timeout']).toBeLessThan(60);
     }
   });
 
@@ -171,13 +196,13 @@ describe('SluiceJob (defaults): workers', () => {
     const [container] = p['ContainerDefinitions'] as Record<string, unknown>[];
     expect(container).toMatchObject({
       StopTimeout: WORKER_STOP_TIMEOUT_SECONDS,
-      Command: ['examples/kinesis-to-dynamodb.ts', '--table', 'totals'],
+      Command: ['--table', 'totals'],
       LogConfiguration: { LogDriver: 'awslogs' },
-      MountPoints: [{ SourceVolume: 'state', ContainerPath: EFS_STATE_DIR, ReadOnly: false }],
+      MountPoints: [{ SourceVolume: 'state', ContainerPath: STATE_DIR, ReadOnly: false }],
     });
     const env = Object.fromEntries((container?.['Environment'] as { Name: string; Value: unknown }[]).map((e) => [e.Name, e.Value]));
     expect(Object.keys(env).sort()).toEqual(['AWS_REGION', 'SLUICE_CHECKPOINT_DIR', 'SLUICE_CONTROL_TABLE', 'SLUICE_JOB_ID', 'SLUICE_STATE_DIR']);
-    expect(env['SLUICE_STATE_DIR']).toBe(EFS_STATE_DIR);
+    expect(env['SLUICE_STATE_DIR']).toBe(STATE_DIR);
     expect(p['Volumes']).toEqual([
       {
         Name: 'state',
@@ -188,6 +213,19 @@ describe('SluiceJob (defaults): workers', () => {
         },
       },
     ]);
+  });
+
+  it("builds the worker image from the repository's Dockerfile for linux/amd64 with the job module as build argument", () => {
+    const [[, task]] = ofType('AWS::ECS::TaskDefinition') as [[string, Resources[string]]];
+    const [container] = task.Properties['ContainerDefinitions'] as { Image: unknown }[];
+    expect(JSON.stringify(container?.Image)).toContain('container-assets');
+    const assembly = job.app.synth();
+    const manifest = JSON.parse(readFileSync(join(assembly.directory, `${job.stack.artifactId}.assets.json`), 'utf8')) as {
+      dockerImages: Record<string, { source: Record<string, unknown> }>;
+    };
+    const images = Object.values(manifest.dockerImages);
+    expect(images).toHaveLength(1);
+    expect(images[0]?.source).toMatchObject({ dockerBuildArgs: { JOB: 'examples/kinesis-to-dynamodb.ts' }, platform: 'linux/amd64', dockerFile: 'Dockerfile' });
   });
 
   it('keeps state on an encrypted Elastic-throughput EFS through an access point with a fixed uid, reachable only from the service', () => {

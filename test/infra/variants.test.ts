@@ -3,7 +3,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
-import { EPHEMERAL_STATE_DIR } from '../../infra/constructs/job-workers.ts';
+import { STATE_DIR } from '../../infra/constructs/job-workers.ts';
 import { compileSluiceJobProps } from '../../infra/constructs/sluice-job-props.ts';
 import { ConfigError } from '../../lib/core/errors.ts';
 import { SluiceJobStack } from '../../infra/sluice-job-stack.ts';
@@ -47,8 +47,8 @@ describe('SluiceJob variants', () => {
       Memory: '4096',
       ContainerDefinitions: [
         Match.objectLike({
-          Environment: Match.arrayWith([{ Name: 'SLUICE_JOB_ID', Value: 'totals' }, { Name: 'SLUICE_STATE_DIR', Value: EPHEMERAL_STATE_DIR }]),
-          Command: ['jobs/totals.ts'],
+          Environment: Match.arrayWith([{ Name: 'SLUICE_JOB_ID', Value: 'totals' }, { Name: 'SLUICE_STATE_DIR', Value: STATE_DIR }]),
+          Command: Match.absent(),
         }),
       ],
       Volumes: Match.absent(),
