@@ -15,13 +15,16 @@ export const HANDLER_RUNTIME = Runtime.NODEJS_24_X;
 /**
  * esbuild settings of every handler bundle, shared with test/infra (which builds the same bundles and imports them
  * in a fresh process). ESM like the sources; the banner gives bundled CommonJS dependencies a `require`. The AWS SDK
- * is bundled, not taken from the runtime, so a function runs the SDK versions package-lock.json pins.
+ * is bundled, not taken from the runtime, so a function runs the SDK versions package-lock.json pins. `keepNames`:
+ * Step Functions matches Retry and Catch on the error's name (`ClusterControlError`), which SluiceError takes from
+ * its class name, so minifying must keep class names.
  */
 export const HANDLER_ESBUILD = {
   format: 'esm',
   target: 'node24',
   platform: 'node',
   minify: true,
+  keepNames: true,
   sourcemap: true,
   mainFields: ['module', 'main'],
   banner: "import { createRequire as __sluiceCreateRequire } from 'node:module'; const require = __sluiceCreateRequire(import.meta.url);",
@@ -31,6 +34,7 @@ const BUNDLING: BundlingOptions = {
   format: OutputFormat.ESM,
   target: HANDLER_ESBUILD.target,
   minify: HANDLER_ESBUILD.minify,
+  keepNames: HANDLER_ESBUILD.keepNames,
   sourceMap: HANDLER_ESBUILD.sourcemap,
   mainFields: [...HANDLER_ESBUILD.mainFields],
   banner: HANDLER_ESBUILD.banner,
