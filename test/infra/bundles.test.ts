@@ -61,7 +61,7 @@ describe('handler bundles', () => {
       const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SLUICE_')));
       // Error names the ASL retries on survive minification (esbuild keepNames).
       const text = readFileSync(outfile, 'utf8');
-      for (const name of RETRIED.get(entry) ?? []) expect(text, `${entry} keeps the class name ${name}`).toContain(`"${name}"`);
+      for (const name of RETRIED.get(entry) ?? []) expect(text.includes(`"${name}"`), `${entry} keeps the class name ${name}`).toBe(true);
       // Called without its environment, a coordinator handler fails with the typed error, its class name intact; a
       // control handler refuses, naming the variable. The custom resource is only imported: it would answer CloudFormation.
       const call = entry === SUPERVISOR_RESOURCE_ENTRY ? '' : `try { const r = await m.handler({ execution: 'probe', requestId: 'probe', input: { command: 'status' } }); console.log(r.outcome + ': ' + r.cause); } catch (e) { console.log(e.name); }`;
