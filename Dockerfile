@@ -5,8 +5,11 @@
 #   docker run sluice-worker --stream NAME --table NAME      # job flags; worker flags as SLUICE_* variables
 #
 # linux/amd64 only: @nxtedition/rocksdb ships no arm64 Linux prebuild (it would need a compiler in the image).
-# The base image is pinned by exact tag and digest (the multi-platform index digest of node:20.20.2-bookworm-slim,
-# which node:20-bookworm-slim and node:20-slim pointed to); bump both together, deliberately.
+# The base image is pinned by exact tag and digest: the multi-platform index digest of node:20.20.2-bookworm-slim
+# (node:20-bookworm-slim and node:20-slim point to the same), as public Dockerfiles pin it; Docker Hub itself was not
+# reachable where this was written, so check it once with `docker buildx imagetools inspect node:20.20.2-bookworm-slim`.
+# Bump tag and digest together, deliberately. Node 20 is past its end of life (April 2026): a newer major needs only
+# this line (package.json asks for node >= 20).
 # Checked offline by test/infra/dockerfile.test.ts (it also runs this ENTRYPOINT against a bundled job).
 ARG NODE_IMAGE=node:20.20.2-bookworm-slim@sha256:2cf067cfed83d5ea958367df9f966191a942351a2df77d6f0193e162b5febfc0
 

@@ -74,7 +74,10 @@ function node(args: readonly string[], cwd: string): { status: number | null; st
 describe('worker image (Dockerfile)', { timeout: 150_000 }, () => {
   it('pins the base image by exact tag and digest, for linux/amd64, in every stage', () => {
     const base = dockerfile.globalArgs.get('NODE_IMAGE');
-    expect(base).toMatch(/^node:20\.\d+\.\d+-bookworm-slim@sha256:[0-9a-f]{64}$/);
+    expect(base).toMatch(/^node:\d+\.\d+\.\d+-bookworm-slim@sha256:[0-9a-f]{64}$/);
+    // At least the Node.js that package.json's engines ask for.
+    const engines = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
+    expect(Number(/^node:(\d+)/.exec(base ?? '')?.[1])).toBeGreaterThanOrEqual(Number(/(\d+)/.exec(engines)?.[1]));
     expect(dockerfile.stages.length).toBeGreaterThanOrEqual(2);
     for (const stage of dockerfile.stages) {
       expect(stage.image).toBe('${NODE_IMAGE}');
