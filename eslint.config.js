@@ -123,6 +123,12 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', { patterns: ['@aws-sdk/*'] }] },
   },
   {
+    // ARCHITECTURE.md rule 3: infra/ (the CDK app) points at functions/ by path and never loads the AWS SDK or the
+    // runtime; it may import pure constants and the typed errors of lib/core.
+    files: ['infra/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: ['@aws-sdk/*', '**/functions/**', '**/lib/connectors/**', '**/lib/runtime/**'] }] },
+  },
+  {
     // lib/core is the bottom layer: it may import nothing else from lib/.
     files: ['lib/core/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: ['../*', '@aws-sdk/*'] }] },
